@@ -1,0 +1,54 @@
+// Read-only memory-mapped file, and atomic writing of new files.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace hfstatic {
+
+class MappedFile {
+ public:
+  // Maps the whole file read-only; throws Error naming the path on failure.
+  static MappedFile open(const std::string& path);
+  MappedFile() = default;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Writes a file through a temporary sibling that is renamed into place on commit(); if the
+// writer is destroyed before commit(), the temporary file is removed and `path` is untouched.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(const std::string& path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void write(const void* data, size_t size);
+  void write_zeros(size_t size);
+  uint64_t written() const { return written_; }
+  void commit();
+
+ private:
+  std::string path_;
+  std::string tmp_path_;
+  int fd_ = -1;
+  uint64_t written_ = 0;
+};
+
+std::string read_text_file(const std::string& path);
+bool file_exists(const std::string& path);
+
+}  // namespace hfstatic
