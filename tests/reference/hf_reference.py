@@ -1,0 +1,496 @@
+#!/usr/bin/python3
+"""NumPy reference forward pass for Hugging Face decoder-only checkpoints.
+
+Reads a checkpoint folder laid out the way ``save_pretrained`` writes it
+(``config.json`` plus ``model.safetensors`` or sharded safetensors with
+``model.safetensors.index.json``) and evaluates the Hugging Face forward pass
+for the ``llama``, ``mistral``, ``qwen2`` and ``qwen3`` architectures in
+float64, over the full sequence with a causal mask (no KV cache).
+
+Usage:
+    hf_reference.py CHECKPOINT_DIR --tokens 1,2,3 [--steps N]
+                    [--cache-dtype float32|float16]
+                    [--perplexity-tokens FILE] --out OUT.json
+
+Only the Python standard library and NumPy are used.
+"""
+
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+
+
+class UnsupportedError(Exception):
+    """A checkpoint or request this reference does not support."""
+
+
+# ---------------------------------------------------------------------------
+# safetensors
+# ---------------------------------------------------------------------------
+
+def decode_bf16(raw):
+    """bfloat16 bit patterns (uint16 array) -> float32 array."""
+    return (np.asarray(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+
+
+def _decode_tensor(name, dtype, shape, buf):
+    count = 1
+    for s in shape:
+        count *= int(s)
+    if dtype == "F32":
+        arr = np.frombuffer(buf, dtype="<f4", count=count)
+    elif dtype == "F16":
+        arr = np.frombuffer(buf, dtype="<f2", count=count)
+    elif dtype == "BF16":
+        arr = decode_bf16(np.frombuffer(buf, dtype="<u2", count=count))
+    elif dtype == "F64":
+        arr = np.frombuffer(buf, dtype="<f8", count=count)
+    else:
+        raise UnsupportedError("tensor %s has unsupported dtype %s" % (name, dtype))
+    return arr.reshape([int(s) for s in shape])
+
+
+_ITEM_SIZE = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8}
+
+
+def read_safetensors(path, names=None):
+    """Parse a .safetensors file. Returns {name: float64 ndarray}.
+
+    If ``names`` is given, only those tensors are decoded.
+    """
+    with open(path, "rb") as f:
+        blob = f.read()
+    if len(blob) < 8:
+        raise UnsupportedError("%s: file too short for a safetensors header" % path)
+    (header_len,) = struct.unpack("<Q", blob[:8])
+    if 8 + header_len > len(blob):
+        raise UnsupportedError("%s: header length %d exceeds file size" % (path, header_len))
+    header = json.loads(blob[8:8 + header_len].decode("utf-8"))
+    data_start = 8 + header_len
+    data_len = len(blob) - data_start
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if names is not None and name not in names:
+            continue
+        dtype = info["dtype"]
+        shape = info["shape"]
+        begin, end = info["data_offsets"]
+        if not (0 <= begin <= end <= data_len):
+            raise UnsupportedError("%s: tensor %s has bad data_offsets %r" % (path, name, info["data_offsets"]))
+        if dtype not in _ITEM_SIZE:
+            raise UnsupportedError("%s: tensor %s has unsupported dtype %s" % (path, name, dtype))
+        expected = _ITEM_SIZE[dtype]
+        for s in shape:
+            expected *= int(s)
+        if end - begin != expected:
+            raise UnsupportedError("%s: tensor %s byte size %d does not match shape %r dtype %s"
+                                 % (path, name, end - begin, shape, dtype))
+        buf = blob[data_start + begin:data_start + end]
+        out[name] = _decode_tensor(name, dtype, shape, buf).astype(np.float64)
+    return out
+
+
+def load_checkpoint(ckpt_dir):
+    """Returns (config dict, {tensor name: float64 ndarray})."""
+    cfg_path = os.path.join(ckpt_dir, "config.json")
+    if not os.path.isfile(cfg_path):
+        raise UnsupportedError("%s: no config.json" % ckpt_dir)
+    with open(cfg_path, "r", encoding="utf-8") as f:
+        config = json.load(f)
+    index_path = os.path.join(ckpt_dir, "model.safetensors.index.json")
+    single_path = os.path.join(ckpt_dir, "model.safetensors")
+    weights = {}
+    if os.path.isfile(index_path):
+        with open(index_path, "r", encoding="utf-8") as f:
+            index = json.load(f)
+        weight_map = index.get("weight_map")
+        if not isinstance(weight_map, dict) or not weight_map:
+            raise UnsupportedError("%s: missing or empty weight_map" % index_path)
+        by_file = {}
+        for name, fname in weight_map.items():
+            by_file.setdefault(fname, set()).add(name)
+        for fname in sorted(by_file):
+            wanted = by_file[fname]
+            got = read_safetensors(os.path.join(ckpt_dir, fname), names=wanted)
+            missing = wanted - set(got)
+            if missing:
+                raise UnsupportedError("%s: tensors listed in weight_map are missing: %s"
+                                     % (fname, ", ".join(sorted(missing))))
+            weights.update(got)
+    elif os.path.isfile(single_path):
+        weights = read_safetensors(single_path)
+    else:
+        raise UnsupportedError("%s: neither model.safetensors nor model.safetensors.index.json" % ckpt_dir)
+    return config, weights
+
+
+# ---------------------------------------------------------------------------
+# rotary embedding
+# ---------------------------------------------------------------------------
+
+def rope_inv_freq(head_dim, theta, rope_scaling=None):
+    """Inverse frequencies (length head_dim/2) in float64, HF semantics."""
+    inv_freq = 1.0 / (float(theta) ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim))
+    if rope_scaling is None:
+        return inv_freq
+    kind = rope_scaling.get("rope_type", rope_scaling.get("type"))
+    if kind in (None, "default"):
+        return inv_freq
+    if kind != "llama3":
+        raise UnsupportedError("unsupported rope_scaling type %r" % (kind,))
+    factor = float(rope_scaling["factor"])
+    low_freq_factor = float(rope_scaling["low_freq_factor"])
+    high_freq_factor = float(rope_scaling["high_freq_factor"])
+    old_ctx = float(rope_scaling["original_max_position_embeddings"])
+    low_freq_wavelen = old_ctx / low_freq_factor
+    high_freq_wavelen = old_ctx / high_freq_factor
+    wavelen = 2.0 * math.pi / inv_freq
+    # Long wavelengths (low frequencies) are slowed down by `factor`.
+    scaled = np.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    # The band between the two thresholds is blended smoothly.
+    smooth = (old_ctx / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    blended = (1.0 - smooth) * scaled / factor + smooth * scaled
+    middle = np.logical_and(np.logical_not(wavelen < high_freq_wavelen),
+                            np.logical_not(wavelen > low_freq_wavelen))
+    return np.where(middle, blended, scaled)
+
+
+def rope_cos_sin(positions, inv_freq):
+    angles = np.outer(np.asarray(positions, dtype=np.float64), inv_freq)  # [T, D/2]
+    emb = np.concatenate([angles, angles], axis=-1)                        # [T, D]
+    return np.cos(emb), np.sin(emb)
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+
+
+def apply_rope(x, cos, sin):
+    """x: [heads, T, D]; cos/sin: [T, D]."""
+    return x * cos[None, :, :] + rotate_half(x) * sin[None, :, :]
+
+
+# ---------------------------------------------------------------------------
+# model
+# ---------------------------------------------------------------------------
+
+def rms_norm(x, weight, eps):
+    var = np.mean(x * x, axis=-1, keepdims=True)
+    return x / np.sqrt(var + eps) * weight
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def round_to_dtype(x, cache_dtype):
+    if cache_dtype == "float32":
+        return x
+    if cache_dtype == "float16":
+        with np.errstate(over="ignore"):
+            return x.astype(np.float16).astype(np.float64)
+    raise UnsupportedError("unsupported cache dtype %r" % (cache_dtype,))
+
+
+class Model:
+    def __init__(self, config, weights):
+        self.config = config
+        mt = config.get("model_type")
+        if mt not in SUPPORTED_MODEL_TYPES:
+            raise UnsupportedError("unsupported model_type %r (supported: %s)"
+                                 % (mt, ", ".join(SUPPORTED_MODEL_TYPES)))
+        self.model_type = mt
+        act = config.get("hidden_act", "silu")
+        if act != "silu":
+            raise UnsupportedError("unsupported hidden_act %r" % (act,))
+
+        def need(key):
+            if config.get(key) is None:
+                raise UnsupportedError("config.json lacks %s" % key)
+            return config[key]
+
+        self.hidden = int(need("hidden_size"))
+        self.n_layers = int(need("num_hidden_layers"))
+        self.n_heads = int(need("num_attention_heads"))
+        kvh = config.get("num_key_value_heads")
+        self.n_kv = int(kvh) if kvh is not None else self.n_heads
+        if self.n_heads % self.n_kv != 0:
+            raise UnsupportedError("num_attention_heads %d not divisible by num_key_value_heads %d"
+                                 % (self.n_heads, self.n_kv))
+        hd = config.get("head_dim")
+        self.head_dim = int(hd) if hd is not None else self.hidden // self.n_heads
+        if self.head_dim % 2 != 0:
+            raise UnsupportedError("head_dim %d is odd" % self.head_dim)
+        self.eps = float(config.get("rms_norm_eps", 1e-6))
+        theta = config.get("rope_theta")
+        self.rope_theta = float(theta) if theta is not None else 10000.0
+        self.inv_freq = rope_inv_freq(self.head_dim, self.rope_theta, config.get("rope_scaling"))
+
+        # Sliding window: this reference only does full causal attention.
+        self.sliding_window = None
+        sw = config.get("sliding_window")
+        if mt == "mistral":
+            self.sliding_window = sw
+        elif mt in ("qwen2", "qwen3") and config.get("use_sliding_window", False):
+            self.sliding_window = sw
+
+        attn_bias = bool(config.get("attention_bias", False))
+        if mt == "qwen2":
+            self.qkv_bias, self.o_bias = True, False
+        else:
+            self.qkv_bias, self.o_bias = attn_bias, attn_bias
+        self.mlp_bias = bool(config.get("mlp_bias", False)) if mt == "llama" else False
+        self.qk_norm = mt == "qwen3"
+
+        def take(name, shape):
+            if name not in weights:
+                raise UnsupportedError("checkpoint lacks tensor %s" % name)
+            w = weights[name]
+            if tuple(w.shape) != tuple(shape):
+                raise UnsupportedError("tensor %s has shape %r, expected %r"
+                                     % (name, tuple(w.shape), tuple(shape)))
+            return w
+
+        H, D, KV, E = self.n_heads, self.head_dim, self.n_kv, self.hidden
+        embed = weights.get("model.embed_tokens.weight")
+        if embed is None or embed.ndim != 2 or embed.shape[1] != E:
+            raise UnsupportedError("model.embed_tokens.weight missing or not [vocab, %d]" % E)
+        self.vocab = embed.shape[0]
+        self.embed = embed
+        inter = config.get("intermediate_size")
+        self.layers = []
+        for i in range(self.n_layers):
+            p = "model.layers.%d." % i
+            if inter is None:
+                inter = weights[p + "mlp.gate_proj.weight"].shape[0]
+            I = int(inter)
+            L = {
+                "in_norm": take(p + "input_layernorm.weight", (E,)),
+                "post_norm": take(p + "post_attention_layernorm.weight", (E,)),
+                "q": take(p + "self_attn.q_proj.weight", (H * D, E)),
+                "k": take(p + "self_attn.k_proj.weight", (KV * D, E)),
+                "v": take(p + "self_attn.v_proj.weight", (KV * D, E)),
+                "o": take(p + "self_attn.o_proj.weight", (E, H * D)),
+                "gate": take(p + "mlp.gate_proj.weight", (I, E)),
+                "up": take(p + "mlp.up_proj.weight", (I, E)),
+                "down": take(p + "mlp.down_proj.weight", (E, I)),
+            }
+            if self.qkv_bias:
+                L["q_b"] = take(p + "self_attn.q_proj.bias", (H * D,))
+                L["k_b"] = take(p + "self_attn.k_proj.bias", (KV * D,))
+                L["v_b"] = take(p + "self_attn.v_proj.bias", (KV * D,))
+            if self.o_bias:
+                L["o_b"] = take(p + "self_attn.o_proj.bias", (E,))
+            if self.mlp_bias:
+                L["gate_b"] = take(p + "mlp.gate_proj.bias", (I,))
+                L["up_b"] = take(p + "mlp.up_proj.bias", (I,))
+                L["down_b"] = take(p + "mlp.down_proj.bias", (E,))
+            if self.qk_norm:
+                L["q_norm"] = take(p + "self_attn.q_norm.weight", (D,))
+                L["k_norm"] = take(p + "self_attn.k_norm.weight", (D,))
+            self.layers.append(L)
+        self.final_norm = take("model.norm.weight", (E,))
+        self.tied = bool(config.get("tie_word_embeddings", False))
+        if self.tied:
+            self.lm_head = self.embed
+        elif "lm_head.weight" in weights:
+            self.lm_head = take("lm_head.weight", (self.vocab, E))
+        else:
+            raise UnsupportedError("lm_head.weight missing and tie_word_embeddings is false")
+
+    # -- forward -------------------------------------------------------------
+
+    def _check_length(self, T):
+        if self.sliding_window is not None and int(self.sliding_window) < T:
+            raise UnsupportedError("sequence length %d exceeds sliding_window %d; sliding-window "
+                                 "attention is not implemented by this reference"
+                                 % (T, int(self.sliding_window)))
+
+    def _attention(self, L, h, cos, sin, cache_dtype):
+        T = h.shape[0]
+        H, KV, D = self.n_heads, self.n_kv, self.head_dim
+        q = h @ L["q"].T
+        k = h @ L["k"].T
+        v = h @ L["v"].T
+        if self.qkv_bias:
+            q = q + L["q_b"]
+            k = k + L["k_b"]
+            v = v + L["v_b"]
+        q = q.reshape(T, H, D).transpose(1, 0, 2)    # [H, T, D]
+        k = k.reshape(T, KV, D).transpose(1, 0, 2)   # [KV, T, D]
+        v = v.reshape(T, KV, D).transpose(1, 0, 2)
+        if self.qk_norm:
+            q = rms_norm(q, L["q_norm"], self.eps)
+            k = rms_norm(k, L["k_norm"], self.eps)
+        q = apply_rope(q, cos, sin)
+        k = apply_rope(k, cos, sin)
+        k = round_to_dtype(k, cache_dtype)
+        v = round_to_dtype(v, cache_dtype)
+        rep = H // KV
+        if rep > 1:
+            k = np.repeat(k, rep, axis=0)  # query head j uses kv head j // rep
+            v = np.repeat(v, rep, axis=0)
+        scores = (q @ k.transpose(0, 2, 1)) / math.sqrt(D)   # [H, T, T]
+        future = np.triu(np.ones((T, T), dtype=bool), k=1)
+        scores = np.where(future[None, :, :], -np.inf, scores)
+        scores = scores - scores.max(axis=-1, keepdims=True)
+        probs = np.exp(scores)
+        probs = probs / probs.sum(axis=-1, keepdims=True)
+        out = (probs @ v).transpose(1, 0, 2).reshape(T, H * D)
+        out = out @ L["o"].T
+        if self.o_bias:
+            out = out + L["o_b"]
+        return out
+
+    def _mlp(self, L, h):
+        g = h @ L["gate"].T
+        u = h @ L["up"].T
+        if self.mlp_bias:
+            g = g + L["gate_b"]
+            u = u + L["up_b"]
+        out = (silu(g) * u) @ L["down"].T
+        if self.mlp_bias:
+            out = out + L["down_b"]
+        return out
+
+    def hidden_states(self, tokens, cache_dtype="float32"):
+        """Final-normed hidden states [T, hidden] for the whole sequence."""
+        tokens = [int(t) for t in tokens]
+        T = len(tokens)
+        if T == 0:
+            raise UnsupportedError("empty token sequence")
+        for t in tokens:
+            if t < 0 or t >= self.vocab:
+                raise UnsupportedError("token id %d out of range [0, %d)" % (t, self.vocab))
+        self._check_length(T)
+        cos, sin = rope_cos_sin(np.arange(T), self.inv_freq)
+        x = self.embed[np.asarray(tokens, dtype=np.int64)].copy()
+        for L in self.layers:
+            h = rms_norm(x, L["in_norm"], self.eps)
+            x = x + self._attention(L, h, cos, sin, cache_dtype)
+            h = rms_norm(x, L["post_norm"], self.eps)
+            x = x + self._mlp(L, h)
+        return rms_norm(x, self.final_norm, self.eps)
+
+    def logits(self, tokens, cache_dtype="float32", last_only=False):
+        h = self.hidden_states(tokens, cache_dtype)
+        if last_only:
+            h = h[-1:]
+        return h @ self.lm_head.T
+
+
+def log_softmax(logits):
+    m = logits.max(axis=-1, keepdims=True)
+    z = logits - m
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def greedy(model, tokens, steps, cache_dtype="float32"):
+    """Greedy decoding; returns (chosen tokens, logits rows that chose them)."""
+    seq = list(tokens)
+    chosen, rows = [], []
+    for _ in range(steps):
+        row = model.logits(seq, cache_dtype, last_only=True)[0]
+        nxt = int(np.argmax(row))
+        chosen.append(nxt)
+        rows.append(row)
+        seq.append(nxt)
+    return chosen, rows
+
+
+def perplexity(model, tokens, cache_dtype="float32"):
+    tokens = [int(t) for t in tokens]
+    if len(tokens) < 2:
+        raise UnsupportedError("perplexity needs at least 2 tokens")
+    lp = log_softmax(model.logits(tokens[:-1], cache_dtype))
+    targets = np.asarray(tokens[1:], dtype=np.int64)
+    for t in targets:
+        if t < 0 or t >= model.vocab:
+            raise UnsupportedError("token id %d out of range [0, %d)" % (t, model.vocab))
+    nll = -lp[np.arange(len(targets)), targets]
+    nll_mean = float(nll.mean())
+    return {"nll_mean": nll_mean, "perplexity": float(math.exp(nll_mean)), "count": int(len(targets))}
+
+
+# ---------------------------------------------------------------------------
+# command line
+# ---------------------------------------------------------------------------
+
+def parse_token_list(text):
+    out = []
+    for part in text.replace(",", " ").split():
+        try:
+            out.append(int(part))
+        except ValueError:
+            raise UnsupportedError("bad token id %r" % part)
+    return out
+
+
+def run(argv=None):
+    ap = argparse.ArgumentParser(description="NumPy reference forward pass for HF llama/mistral/qwen2/qwen3 checkpoints")
+    ap.add_argument("checkpoint", help="checkpoint folder (config.json + safetensors)")
+    ap.add_argument("--tokens", required=True, help="comma-separated prompt token ids")
+    ap.add_argument("--steps", type=int, default=0, help="greedy decoding steps (default 0)")
+    ap.add_argument("--cache-dtype", choices=("float32", "float16"), default="float32",
+                    help="precision K/V are rounded to before attention (default float32: no rounding)")
+    ap.add_argument("--perplexity-tokens", help="file of whitespace-separated token ids")
+    ap.add_argument("--out", required=True, help="output JSON path")
+    args = ap.parse_args(argv)
+    if args.steps < 0:
+        raise UnsupportedError("--steps must be >= 0")
+
+    prompt = parse_token_list(args.tokens)
+    if not prompt:
+        raise UnsupportedError("--tokens is empty")
+    config, weights = load_checkpoint(args.checkpoint)
+    model = Model(config, weights)
+    del weights
+    # Fail early if greedy decoding would outgrow a sliding window.
+    model._check_length(len(prompt) + max(args.steps - 1, 0))
+
+    prompt_logits = model.logits(prompt, args.cache_dtype)
+    chosen, rows = greedy(model, prompt, args.steps, args.cache_dtype)
+    result = {
+        "model_type": model.model_type,
+        "tokens": prompt,
+        "cache_dtype": args.cache_dtype,
+        "prompt_logits": prompt_logits.tolist(),
+        "greedy_tokens": chosen,
+        "greedy_logits": [r.tolist() for r in rows],
+    }
+    if args.perplexity_tokens:
+        with open(args.perplexity_tokens, "r", encoding="utf-8") as f:
+            ptoks = parse_token_list(f.read())
+        ppl = perplexity(model, ptoks, args.cache_dtype)
+        result["perplexity"] = ppl
+        print(json.dumps(ppl))
+    tmp = args.out + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(result, f)
+    os.replace(tmp, args.out)
+    return 0
+
+
+def main():
+    try:
+        return run()
+    except UnsupportedError as e:
+        print("hf_reference: error: %s" % e, file=sys.stderr)
+        return 1
+    except (OSError, ValueError, KeyError) as e:
+        print("hf_reference: error: %s: %s" % (type(e).__name__, e), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
