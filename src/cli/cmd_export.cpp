@@ -1,0 +1,85 @@
+// hfstatic export / make-checkpoint: Hugging Face checkpoints in, hf_static programs out.
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "cli/args.h"
+#include "export/exporter.h"
+#include "export/make_checkpoint.h"
+#include "util/error.h"
+
+namespace hfstatic::cli {
+namespace {
+
+DType parse_dtype_flag(const Args& args, const std::string& flag, std::initializer_list<DType> allowed, DType fallback) {
+  auto v = args.get(flag);
+  if (!v) return fallback;
+  auto t = dtype_from_name(*v);
+  std::string names;
+  for (DType a : allowed) {
+    if (t == a) return a;
+    names += (names.empty() ? "" : "|") + std::string(dtype_name(a));
+  }
+  throw UsageError{"flag " + flag + ": '" + *v + "' is not one of " + names};
+}
+
+int run_export(const std::vector<std::string>& argv) {
+  Args args(argv, {"-o|--out", "--prefill-len", "--max-context", "--cache-dtype", "--weights-dtype", "--mutation-order"},
+            {"--repeat-state", "-q|--quiet"});
+  args.expect_positional(1, "HF_DIR (a Hugging Face checkpoint folder)");
+  auto out = args.get("--out");
+  if (!out) throw UsageError{"missing -o FILE"};
+  ExportOptions options;
+  options.graph.max_context = args.get_int("--max-context", 512, 2, int64_t(1) << 24);
+  options.graph.prefill_len = args.get_int("--prefill-len", std::min<int64_t>(32, options.graph.max_context), 1, int64_t(1) << 24);
+  options.graph.cache_dtype = parse_dtype_flag(args, "--cache-dtype", {DType::F32, DType::F16}, DType::F32);
+  options.graph.repeat_state = args.has("--repeat-state");
+  options.graph.mutation_order = args.get_or("--mutation-order", "input");
+  if (args.has("--weights-dtype"))
+    options.weights_dtype = parse_dtype_flag(args, "--weights-dtype", {DType::F32, DType::F16, DType::BF16}, DType::F32);
+  const bool show_progress = !args.has("--quiet") && ::isatty(STDERR_FILENO);
+  if (show_progress) {
+    options.progress = [](uint64_t done, uint64_t total) {
+      std::fprintf(stderr, "\rexport: %3d%% (%llu of %llu MiB)", total ? int(done * 100 / total) : 100,
+                   (unsigned long long)(done >> 20), (unsigned long long)(total >> 20));
+      std::fflush(stderr);
+    };
+  }
+  ExportSummary s = export_program(args.positional()[0], *out, options);
+  if (show_progress) std::fprintf(stderr, "\n");
+  std::printf("wrote %s: %zu tensors, %.1f MiB of weights, %.1f MiB in all\n", out->c_str(), s.tensors,
+              double(s.weight_bytes) / (1 << 20), double(s.file_bytes) / (1 << 20));
+  return kExitOk;
+}
+
+int run_make_checkpoint(const std::vector<std::string>& argv) {
+  Args args(argv, {"--preset", "--seed", "-o|--out", "--dtype", "--shard-mib"}, {"--list"});
+  if (args.has("--list")) {
+    for (const auto& p : checkpoint_presets()) std::printf("%-14s %s\n", p.name.c_str(), p.description.c_str());
+    return kExitOk;
+  }
+  args.expect_positional(0, "");
+  auto out = args.get("--out");
+  if (!out) throw UsageError{"missing -o HF_DIR"};
+  MakeCheckpointOptions options;
+  options.preset = args.get_or("--preset", "tiny");
+  options.seed = uint64_t(args.get_int("--seed", 0, 0, INT64_MAX));
+  if (args.has("--dtype")) options.dtype = parse_dtype_flag(args, "--dtype", {DType::F32, DType::F16, DType::BF16}, DType::F32);
+  options.shard_bytes = uint64_t(args.get_int("--shard-mib", 0, 0, 1 << 20)) << 20;
+  find_checkpoint_preset(options.preset);  // unknown preset: error before touching the folder
+  make_checkpoint(*out, options);
+  std::printf("wrote %s (preset %s, seed %llu)\n", out->c_str(), options.preset.c_str(), (unsigned long long)options.seed);
+  return kExitOk;
+}
+
+}  // namespace
+
+HFSTATIC_COMMAND("export", "export a Hugging Face checkpoint folder to a program file",
+                 "HF_DIR -o FILE [--prefill-len N] [--max-context N] [--cache-dtype float32|float16]\n"
+                 "       [--weights-dtype float32|float16|bfloat16] [--repeat-state] [--mutation-order input|reverse|by-kind|rotate] [-q]",
+                 run_export);
+HFSTATIC_COMMAND("make-checkpoint", "write a random-initialised Hugging Face checkpoint",
+                 "[--preset NAME] [--seed N] -o HF_DIR [--dtype float32|float16|bfloat16] [--shard-mib N] | --list",
+                 run_make_checkpoint);
+
+}  // namespace hfstatic::cli

@@ -1,0 +1,256 @@
+#include "executor/method.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "kernels/parallel.h"
+#include "kernels/thread_pool.h"
+
+namespace hfstatic {
+
+namespace {
+constexpr uint64_t kArenaAlignment = 64;
+
+uint64_t align_up(uint64_t v) { return (v + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
+
+struct Interval {
+  uint64_t offset, bytes;
+  size_t first, last;  // node indices where the value is live
+};
+
+// Greedy-by-size placement: each value, largest first, takes the lowest offset not used by an
+// already placed value whose lifetime overlaps.
+uint64_t plan_arena(std::vector<Interval*>& items) {
+  std::sort(items.begin(), items.end(), [](auto* a, auto* b) { return a->bytes > b->bytes; });
+  std::vector<Interval*> placed;
+  uint64_t total = 0;
+  for (Interval* it : items) {
+    std::vector<Interval*> overlapping;
+    for (Interval* p : placed)
+      if (!(p->last < it->first || it->last < p->first)) overlapping.push_back(p);
+    std::sort(overlapping.begin(), overlapping.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+    uint64_t offset = 0;
+    for (Interval* p : overlapping) {
+      if (offset + it->bytes <= p->offset) break;
+      offset = std::max(offset, align_up(p->offset + p->bytes));
+    }
+    it->offset = offset;
+    total = std::max(total, align_up(offset + it->bytes));
+    placed.push_back(it);
+  }
+  return total;
+}
+}  // namespace
+
+std::shared_ptr<const Method> Method::load(std::shared_ptr<const Program> program, const std::string& name) {
+  const MethodSpec* spec = program->spec().find_method(name);
+  if (!spec) fail("program has no method '", name, "'");
+  auto m = std::shared_ptr<Method>(new Method());
+  m->program_ = program;
+  m->spec_ = spec;
+  const std::string where = cat("method '", name, "'");
+
+  std::map<std::string, size_t> ids;
+  auto add_value = [&](Value v) {
+    if (ids.count(v.name)) fail(where, ": value '", v.name, "' is defined twice");
+    ids[v.name] = m->values_.size();
+    m->values_.push_back(std::move(v));
+  };
+  for (size_t i = 0; i < spec->inputs.size(); ++i) {
+    const auto& in = spec->inputs[i];
+    if (program->weight(in.name).info) fail(where, ": input '", in.name, "' has the name of a weight");
+    add_value({in.name, in.dtype, in.shape, Storage::Input, i});
+  }
+  std::map<std::string, size_t> unplanned_outputs;
+  for (size_t i = 0; i < spec->outputs.size(); ++i)
+    if (spec->outputs[i].memory == OutputMemory::Unplanned) unplanned_outputs[spec->outputs[i].value] = i;
+  for (const auto& v : spec->values) {
+    if (program->weight(v.name).info) fail(where, ": value '", v.name, "' has the name of a weight");
+    auto u = unplanned_outputs.find(v.name);
+    Value value{v.name, v.dtype, v.shape, u == unplanned_outputs.end() ? Storage::Arena : Storage::Unplanned};
+    if (u != unplanned_outputs.end()) value.index = u->second;
+    value.bytes = uint64_t(*shape_numel(v.shape)) * dtype_size(v.dtype);
+    add_value(std::move(value));
+  }
+
+  // Nodes in order: operands resolve to inputs, weights or values produced by earlier nodes.
+  std::vector<bool> produced(m->values_.size(), false);
+  std::vector<size_t> first_use(m->values_.size(), SIZE_MAX), last_use(m->values_.size(), 0);
+  std::set<size_t> mutated;
+  for (size_t ni = 0; ni < spec->nodes.size(); ++ni) {
+    const NodeSpec& ns = spec->nodes[ni];
+    const std::string nwhere = cat(where, " node ", ni, " (", ns.op, ")");
+    Node node;
+    node.op = find_op(ns.op);
+    if (!node.op) fail(nwhere, ": unknown op '", ns.op, "'");
+    std::vector<OpOperand> operands;
+    for (const auto& in_name : ns.inputs) {
+      auto it = ids.find(in_name);
+      if (it == ids.end()) {
+        WeightRef w = program->weight(in_name);
+        if (!w.info) fail(nwhere, ": operand '", in_name, "' is not an input, a weight or a declared value");
+        Value v{in_name, w.info->dtype, w.info->shape, Storage::Weight};
+        v.weight = w.data;
+        add_value(std::move(v));
+        produced.push_back(true);
+        first_use.push_back(SIZE_MAX);
+        last_use.push_back(0);
+        it = ids.find(in_name);
+      }
+      size_t id = it->second;
+      const Value& v = m->values_[id];
+      if ((v.storage == Storage::Arena || v.storage == Storage::Unplanned) && !produced[id])
+        fail(nwhere, ": operand '", in_name, "' is used before any node produces it");
+      node.inputs.push_back(id);
+      last_use[id] = ni;
+    }
+    std::vector<ValueSpec> operand_specs;
+    operand_specs.reserve(node.inputs.size());
+    for (size_t id : node.inputs) operand_specs.push_back({m->values_[id].name, m->values_[id].dtype, m->values_[id].shape});
+    for (size_t k = 0; k < node.inputs.size(); ++k)
+      operands.push_back({&operand_specs[k], m->values_[node.inputs[k]].storage == Storage::Weight});
+    OpSignature sig;
+    try {
+      sig = node.op->check(operands, ns.attrs);
+    } catch (const Error& e) {
+      fail(nwhere, ": ", e.what());
+    }
+    if (ns.outputs.size() != sig.outputs.size())
+      fail(nwhere, ": produces ", sig.outputs.size(), " outputs, the node lists ", ns.outputs.size());
+    for (size_t k : sig.mutated_inputs) {
+      const Value& v = m->values_[node.inputs[k]];
+      if (v.storage != Storage::Input)
+        fail(nwhere, ": updates operand '", v.name, "' in place, but only method inputs may be updated");
+      mutated.insert(node.inputs[k]);
+    }
+    for (size_t k = 0; k < ns.outputs.size(); ++k) {
+      auto it = ids.find(ns.outputs[k]);
+      if (it == ids.end()) fail(nwhere, ": output '", ns.outputs[k], "' is not a declared value");
+      size_t id = it->second;
+      Value& v = m->values_[id];
+      if (v.storage == Storage::Input || v.storage == Storage::Weight)
+        fail(nwhere, ": output '", v.name, "' names an input or a weight");
+      if (produced[id]) fail(nwhere, ": value '", v.name, "' is produced twice");
+      const ValueSpec& want = sig.outputs[k];
+      if (v.dtype != want.dtype || v.shape != want.shape)
+        fail(nwhere, ": output '", v.name, "' is declared ", dtype_name(v.dtype), " ", shape_str(v.shape), " but the op produces ",
+             dtype_name(want.dtype), " ", shape_str(want.shape));
+      produced[id] = true;
+      first_use[id] = ni;
+      last_use[id] = std::max(last_use[id], ni);
+      node.outputs.push_back(id);
+    }
+    node.prepared = std::move(sig.prepared);
+    m->nodes_.push_back(std::move(node));
+  }
+  for (size_t id = 0; id < m->values_.size(); ++id)
+    if ((m->values_[id].storage == Storage::Arena || m->values_[id].storage == Storage::Unplanned) && !produced[id])
+      fail(where, ": value '", m->values_[id].name, "' is declared but no node produces it");
+
+  // Outputs.
+  std::set<std::string> output_names;
+  const size_t end_of_method = spec->nodes.size();
+  for (size_t i = 0; i < spec->outputs.size(); ++i) {
+    const OutputSpec& o = spec->outputs[i];
+    const std::string owhere = cat(where, " output ", i, " '", o.name, "'");
+    if (!output_names.insert(o.name).second) fail(owhere, ": output name is used twice");
+    auto it = ids.find(o.value);
+    if (it == ids.end()) fail(owhere, ": value '", o.value, "' does not exist");
+    const Value& v = m->values_[it->second];
+    switch (o.memory) {
+      case OutputMemory::Alias:
+        if (v.storage != Storage::Input) fail(owhere, ": an alias output must name a method input, '", o.value, "' is not one");
+        if (!mutated.count(it->second)) fail(owhere, ": aliases input '", o.value, "', which no node updates");
+        m->outputs_.push_back({it->second, v.index});
+        break;
+      case OutputMemory::Planned:
+        if (v.storage != Storage::Arena) fail(owhere, ": a planned output must name a value a node produces");
+        last_use[it->second] = end_of_method;  // lives until the caller reads it
+        m->outputs_.push_back({it->second, i});
+        break;
+      case OutputMemory::Unplanned:
+        if (v.storage != Storage::Unplanned || v.index != i) fail(owhere, ": value '", o.value, "' backs more than one output");
+        m->outputs_.push_back({it->second, i});
+        break;
+    }
+  }
+
+  std::vector<Interval> intervals;
+  std::vector<size_t> interval_value;
+  for (size_t id = 0; id < m->values_.size(); ++id) {
+    if (m->values_[id].storage != Storage::Arena) continue;
+    intervals.push_back({0, m->values_[id].bytes, first_use[id], last_use[id]});
+    interval_value.push_back(id);
+  }
+  std::vector<Interval*> order;
+  for (auto& iv : intervals) order.push_back(&iv);
+  m->arena_bytes_ = plan_arena(order);
+  for (size_t k = 0; k < intervals.size(); ++k) m->values_[interval_value[k]].offset = intervals[k].offset;
+  return m;
+}
+
+Execution::Execution(std::shared_ptr<const Method> method, BufferAllocator& allocator)
+    : method_(std::move(method)),
+      arena_(allocator, std::max<uint64_t>(method_->arena_bytes(), 64)),
+      inputs_(method_->num_inputs(), nullptr),
+      outputs_(method_->num_outputs(), nullptr) {}
+
+void Execution::bind_input(size_t i, void* data) {
+  if (i >= inputs_.size()) fail("method '", method_->name(), "': input index ", i, " out of range (", inputs_.size(), " inputs)");
+  inputs_[i] = data;
+}
+
+void Execution::bind_output(size_t i, void* data) {
+  if (i >= outputs_.size()) fail("method '", method_->name(), "': output index ", i, " out of range (", outputs_.size(), " outputs)");
+  if (method_->output_memory(i) != OutputMemory::Unplanned)
+    fail("method '", method_->name(), "': output ", i, " '", method_->spec().outputs[i].name, "' is ",
+         output_memory_name(method_->output_memory(i)), ", only unplanned outputs take a buffer");
+  outputs_[i] = data;
+}
+
+void* Execution::output_data(size_t i) const {
+  const auto& o = method_->outputs_[i];
+  switch (method_->output_memory(i)) {
+    case OutputMemory::Alias: return inputs_[o.index];
+    case OutputMemory::Planned: return static_cast<uint8_t*>(arena_.data()) + method_->values_[o.value].offset;
+    case OutputMemory::Unplanned: return outputs_[i];
+  }
+  return nullptr;
+}
+
+Status Execution::run(ThreadPool* pool) {
+  const Method& m = *method_;
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (!inputs_[i])
+      return Status::error(cat("method '", m.name(), "': input ", i, " '", m.input(i).name, "' is not bound"));
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (m.output_memory(i) == OutputMemory::Unplanned && !outputs_[i])
+      return Status::error(cat("method '", m.name(), "': output ", i, " '", m.spec().outputs[i].name,
+                               "' is unplanned and has no bound buffer; bind one before running"));
+  ScopedThreadPool scoped(pool);
+  std::vector<Tensor> ins, outs;
+  auto tensor = [&](size_t id) {
+    const Method::Value& v = m.values_[id];
+    void* data = nullptr;
+    switch (v.storage) {
+      case Method::Storage::Input: data = inputs_[v.index]; break;
+      case Method::Storage::Weight: data = const_cast<uint8_t*>(v.weight); break;
+      case Method::Storage::Arena: data = static_cast<uint8_t*>(arena_.data()) + v.offset; break;
+      case Method::Storage::Unplanned: data = outputs_[v.index]; break;
+    }
+    return Tensor{data, v.dtype, &v.shape};
+  };
+  for (size_t ni = 0; ni < m.nodes_.size(); ++ni) {
+    const Method::Node& node = m.nodes_[ni];
+    ins.clear();
+    outs.clear();
+    for (size_t id : node.inputs) ins.push_back(tensor(id));
+    for (size_t id : node.outputs) outs.push_back(tensor(id));
+    Status s = node.op->run(ins, outs, node.prepared.get());
+    if (!s.ok()) return Status::error(cat("method '", m.name(), "' node ", ni, " (", node.op->name, "): ", s.message()));
+  }
+  return {};
+}
+
+}  // namespace hfstatic

@@ -1,0 +1,87 @@
+// Validated, memory-planned methods and their executions.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "executor/ops.h"
+#include "format/program.h"
+#include "util/buffer_allocator.h"
+
+namespace hfstatic {
+
+class ThreadPool;
+
+class Method {
+ public:
+  // Validates and plans `name` of `program`; throws Error "method 'NAME' ...: problem".
+  static std::shared_ptr<const Method> load(std::shared_ptr<const Program> program, const std::string& name);
+
+  const std::string& name() const { return spec_->name; }
+  const MethodSpec& spec() const { return *spec_; }
+  const Program& program() const { return *program_; }
+  size_t num_inputs() const { return spec_->inputs.size(); }
+  size_t num_outputs() const { return spec_->outputs.size(); }
+  const ValueSpec& input(size_t i) const { return spec_->inputs[i]; }
+  const ValueSpec& output_value(size_t i) const { return *spec_->output_value(i); }
+  OutputMemory output_memory(size_t i) const { return spec_->outputs[i].memory; }
+  // For an Alias output, the index of the input it reports.
+  size_t alias_input(size_t output) const { return outputs_[output].index; }
+  uint64_t arena_bytes() const { return arena_bytes_; }
+
+ private:
+  friend class Execution;
+  enum class Storage { Input, Weight, Arena, Unplanned };
+  struct Value {
+    std::string name;
+    DType dtype;
+    Shape shape;
+    Storage storage;
+    size_t index = 0;        // input or output index for Input / Unplanned
+    const uint8_t* weight = nullptr;
+    uint64_t offset = 0;     // arena offset
+    uint64_t bytes = 0;
+  };
+  struct Node {
+    const OpDef* op;
+    std::vector<size_t> inputs, outputs;  // value ids
+    std::shared_ptr<const void> prepared;
+  };
+  struct Output {
+    size_t value;
+    size_t index;  // alias: input index
+  };
+
+  std::shared_ptr<const Program> program_;
+  const MethodSpec* spec_ = nullptr;
+  std::vector<Value> values_;
+  std::vector<Node> nodes_;
+  std::vector<Output> outputs_;
+  uint64_t arena_bytes_ = 0;
+};
+
+// One caller's run state for a method: the arena and the bindings. Not thread-safe; use one
+// Execution per thread.
+class Execution {
+ public:
+  explicit Execution(std::shared_ptr<const Method> method, BufferAllocator& allocator = HeapAllocator::instance());
+
+  const Method& method() const { return *method_; }
+  // Binds input i (state inputs are read and updated in place). Checked at run().
+  void bind_input(size_t i, void* data);
+  // Binds unplanned output i; throws Error for a planned or alias output.
+  void bind_output(size_t i, void* data);
+  void* input_data(size_t i) const { return inputs_[i]; }
+  // Address of output i: the input it aliases, the arena slot, or the bound buffer.
+  void* output_data(size_t i) const;
+  // Runs every node; returns an error naming the unbound input/output or the failing node.
+  Status run(ThreadPool* pool = nullptr);
+
+ private:
+  std::shared_ptr<const Method> method_;
+  Buffer arena_;
+  std::vector<void*> inputs_;
+  std::vector<void*> outputs_;
+};
+
+}  // namespace hfstatic

@@ -1,0 +1,384 @@
+#include "executor/ops.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kernels/kernels.h"
+
+namespace hfstatic {
+
+using nlohmann::json;
+
+namespace {
+
+// ---- check helpers -------------------------------------------------------------------------
+
+void expect_count(const std::vector<OpOperand>& in, size_t min, size_t max) {
+  if (in.size() < min || in.size() > max)
+    fail("takes ", min == max ? cat(min) : cat(min, " to ", max), " inputs, got ", in.size());
+}
+
+std::string describe(size_t i, const OpOperand& o) {
+  return cat("input ", i, " '", o.spec->name, "' (", dtype_name(o.spec->dtype), " ", shape_str(o.spec->shape), ")");
+}
+
+void expect_float(size_t i, const OpOperand& o) {
+  DType t = o.spec->dtype;
+  if (t != DType::F32 && t != DType::F16 && t != DType::BF16) fail(describe(i, o), " must be float32, float16 or bfloat16");
+}
+
+void expect_dtype(size_t i, const OpOperand& o, DType t) {
+  if (o.spec->dtype != t) fail(describe(i, o), " must be ", dtype_name(t));
+}
+
+void expect_rank(size_t i, const OpOperand& o, size_t rank) {
+  if (o.spec->shape.size() != rank) fail(describe(i, o), " must have rank ", rank);
+}
+
+// x: float32 activations [1, T, N]
+void expect_activation(size_t i, const OpOperand& o) {
+  expect_dtype(i, o, DType::F32);
+  expect_rank(i, o, 3);
+  if (o.spec->shape[0] != 1) fail(describe(i, o), " must have batch 1");
+}
+
+void expect_cache(size_t i, const OpOperand& o) {
+  if (o.spec->dtype != DType::F32 && o.spec->dtype != DType::F16) fail(describe(i, o), " must be a float32 or float16 cache");
+  expect_rank(i, o, 4);
+  if (o.spec->shape[0] != 1) fail(describe(i, o), " must have batch 1");
+}
+
+int64_t int_attr(const json& attrs, const char* key, int64_t min, int64_t max) {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) fail("attribute '", key, "' is missing");
+  if (!it->is_number_integer()) fail("attribute '", key, "' must be an integer");
+  int64_t v = it->get<int64_t>();
+  if (v < min || v > max) fail("attribute '", key, "' = ", v, " is outside [", min, ", ", max, "]");
+  return v;
+}
+
+double float_attr(const json& attrs, const char* key, double min, double max) {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) fail("attribute '", key, "' is missing");
+  if (!it->is_number()) fail("attribute '", key, "' must be a number");
+  double v = it->get<double>();
+  if (!(v >= min && v <= max)) fail("attribute '", key, "' = ", v, " is outside [", min, ", ", max, "]");
+  return v;
+}
+
+ValueSpec out_like(const ValueSpec& v) { return {"", v.dtype, v.shape}; }
+ValueSpec f32(Shape s) { return {"", DType::F32, std::move(s)}; }
+
+template <typename T>
+std::shared_ptr<const void> prepared(T value) {
+  return std::make_shared<const T>(std::move(value));
+}
+
+int64_t numel(const Tensor& t) { return *shape_numel(*t.shape); }
+
+// ---- embedding -----------------------------------------------------------------------------
+
+OpSignature check_embedding(const std::vector<OpOperand>& in, const json&) {
+  expect_count(in, 2, 2);
+  expect_dtype(0, in[0], DType::I64);
+  expect_rank(0, in[0], 2);
+  expect_float(1, in[1]);
+  expect_rank(1, in[1], 2);
+  return {{f32({in[0].spec->shape[0], in[0].spec->shape[1], in[1].spec->shape[1]})}, {}, {}};
+}
+
+Status run_embedding(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void*) {
+  const int64_t* ids = in[0].as<int64_t>();
+  const int64_t rows = numel(in[0]), vocab = in[1].dim(0), width = in[1].dim(1);
+  const size_t row_bytes = size_t(width) * dtype_size(in[1].dtype);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (ids[r] < 0 || ids[r] >= vocab)
+      return Status::error(cat("token id ", ids[r], " at row ", r, " is outside the vocabulary [0, ", vocab, ")"));
+    kernels::load_row(in[1].as<uint8_t>() + size_t(ids[r]) * row_bytes, in[1].dtype, width, out[0].as<float>() + r * width);
+  }
+  return {};
+}
+
+// ---- rms_norm and head_rms_norm ------------------------------------------------------------
+
+struct NormAttrs {
+  float eps;
+  int64_t group;  // normalised length: the last dimension, or head_dim for head_rms_norm
+};
+
+OpSignature check_rms_norm(const std::vector<OpOperand>& in, const json& attrs) {
+  expect_count(in, 2, 2);
+  expect_activation(0, in[0]);
+  expect_float(1, in[1]);
+  expect_rank(1, in[1], 1);
+  if (in[1].spec->shape[0] != in[0].spec->shape[2])
+    fail(describe(1, in[1]), " must have length ", in[0].spec->shape[2], " to match ", describe(0, in[0]));
+  float eps = float(float_attr(attrs, "eps", 0, 1));
+  return {{out_like(*in[0].spec)}, {}, prepared(NormAttrs{eps, in[0].spec->shape[2]})};
+}
+
+OpSignature check_head_rms_norm(const std::vector<OpOperand>& in, const json& attrs) {
+  expect_count(in, 2, 2);
+  expect_activation(0, in[0]);
+  expect_float(1, in[1]);
+  expect_rank(1, in[1], 1);
+  int64_t head_dim = in[1].spec->shape[0];
+  if (head_dim == 0 || in[0].spec->shape[2] % head_dim != 0)
+    fail(describe(1, in[1]), " length must divide the width of ", describe(0, in[0]));
+  float eps = float(float_attr(attrs, "eps", 0, 1));
+  return {{out_like(*in[0].spec)}, {}, prepared(NormAttrs{eps, head_dim})};
+}
+
+Status run_rms_norm(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void* p) {
+  const auto& a = *static_cast<const NormAttrs*>(p);
+  kernels::rms_norm(in[0].as<float>(), numel(in[0]) / a.group, a.group, in[1].data, in[1].dtype, a.eps, out[0].as<float>());
+  return {};
+}
+
+// ---- linear --------------------------------------------------------------------------------
+
+OpSignature check_linear(const std::vector<OpOperand>& in, const json&) {
+  expect_count(in, 2, 3);
+  expect_activation(0, in[0]);
+  expect_float(1, in[1]);
+  expect_rank(1, in[1], 2);
+  const Shape& x = in[0].spec->shape;
+  const Shape& w = in[1].spec->shape;
+  if (w[1] != x[2]) fail(describe(1, in[1]), " must have ", x[2], " columns to match ", describe(0, in[0]));
+  if (in.size() == 3) {
+    expect_float(2, in[2]);
+    expect_rank(2, in[2], 1);
+    if (in[2].spec->shape[0] != w[0]) fail(describe(2, in[2]), " must have length ", w[0]);
+  }
+  return {{f32({1, x[1], w[0]})}, {}, {}};
+}
+
+Status run_linear(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void*) {
+  const Tensor* bias = in.size() == 3 ? &in[2] : nullptr;
+  kernels::linear(in[0].as<float>(), in[0].dim(1), in[0].dim(2), in[1].data, in[1].dtype, in[1].dim(0),
+                  bias ? bias->data : nullptr, bias ? bias->dtype : DType::F32, out[0].as<float>());
+  return {};
+}
+
+// ---- rope ----------------------------------------------------------------------------------
+
+struct RopeAttrs {
+  int64_t head_dim;
+  std::vector<float> inv_freq;
+};
+
+// Frequencies as Hugging Face computes them (default and "llama3" rope_scaling).
+std::vector<float> rope_inv_freq(int64_t head_dim, double theta, const json& scaling) {
+  std::vector<double> inv(size_t(head_dim / 2));
+  for (int64_t i = 0; i < head_dim / 2; ++i) inv[i] = 1.0 / std::pow(theta, double(2 * i) / double(head_dim));
+  if (!scaling.is_null()) {
+    if (!scaling.is_object()) fail("attribute 'scaling' must be an object or null");
+    std::string type = scaling.value("type", std::string());
+    if (type != "llama3") fail("attribute 'scaling' has unsupported type '", type, "' (supported: llama3)");
+    double factor = float_attr(scaling, "factor", 1e-6, 1e6);
+    double low = float_attr(scaling, "low_freq_factor", 1e-6, 1e6);
+    double high = float_attr(scaling, "high_freq_factor", 1e-6, 1e6);
+    double original = float_attr(scaling, "original_max_position_embeddings", 1, 1e12);
+    if (!(high > low)) fail("attribute 'scaling' needs high_freq_factor > low_freq_factor");
+    const double low_wavelen = original / low, high_wavelen = original / high;
+    const double pi = 3.14159265358979323846;
+    for (auto& f : inv) {
+      double wavelen = 2 * pi / f;
+      if (wavelen < high_wavelen) continue;
+      if (wavelen > low_wavelen) {
+        f = f / factor;
+      } else {
+        double smooth = (original / wavelen - low) / (high - low);
+        f = (1 - smooth) * f / factor + smooth * f;
+      }
+    }
+  }
+  return std::vector<float>(inv.begin(), inv.end());
+}
+
+OpSignature check_rope(const std::vector<OpOperand>& in, const json& attrs) {
+  expect_count(in, 2, 2);
+  expect_activation(0, in[0]);
+  expect_dtype(1, in[1], DType::I64);
+  expect_rank(1, in[1], 2);
+  if (in[1].spec->shape[1] != in[0].spec->shape[1]) fail(describe(1, in[1]), " must have one position per row of ", describe(0, in[0]));
+  int64_t head_dim = int_attr(attrs, "head_dim", 2, 1 << 16);
+  if (head_dim % 2 != 0) fail("attribute 'head_dim' must be even");
+  if (in[0].spec->shape[2] % head_dim != 0) fail(describe(0, in[0]), " width is not a multiple of head_dim ", head_dim);
+  double theta = float_attr(attrs, "theta", 1, 1e12);
+  json scaling = attrs.contains("scaling") ? attrs["scaling"] : json();
+  return {{out_like(*in[0].spec)}, {}, prepared(RopeAttrs{head_dim, rope_inv_freq(head_dim, theta, scaling)})};
+}
+
+Status run_rope(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void* p) {
+  const auto& a = *static_cast<const RopeAttrs*>(p);
+  std::memcpy(out[0].data, in[0].data, size_t(numel(in[0])) * sizeof(float));
+  int64_t rows = in[0].dim(1), heads = in[0].dim(2) / a.head_dim;
+  kernels::rope(out[0].as<float>(), rows, heads, a.head_dim, in[1].as<int64_t>(), a.inv_freq.data());
+  return {};
+}
+
+// ---- cache_write ---------------------------------------------------------------------------
+// inputs: k [1,T,H*D], v [1,T,H*D], k_cache [1,H,C,D], v_cache [1,H,C,D], counter int64 [1],
+// mask [1,1,T,C]. Writes the real rows (those whose mask row is not all -inf) at slots
+// counter + i and advances counter by their number.
+
+void check_mask(size_t i, const OpOperand& o, int64_t rows, int64_t context) {
+  expect_dtype(i, o, DType::F32);
+  expect_rank(i, o, 4);
+  const Shape& s = o.spec->shape;
+  if (s[0] != 1 || s[1] != 1 || s[2] != rows || s[3] != context)
+    fail(describe(i, o), " must be [1, 1, ", rows, ", ", context, "]");
+}
+
+OpSignature check_cache_write(const std::vector<OpOperand>& in, const json&) {
+  expect_count(in, 6, 6);
+  expect_activation(0, in[0]);
+  expect_activation(1, in[1]);
+  expect_cache(2, in[2]);
+  expect_cache(3, in[3]);
+  const Shape& kc = in[2].spec->shape;
+  if (in[3].spec->shape != kc || in[3].spec->dtype != in[2].spec->dtype)
+    fail(describe(3, in[3]), " must match ", describe(2, in[2]));
+  const int64_t rows = in[0].spec->shape[1];
+  for (size_t i : {0, 1})
+    if (in[i].spec->shape[1] != rows || in[i].spec->shape[2] != kc[1] * kc[3])
+      fail(describe(i, in[i]), " must be [1, ", rows, ", ", kc[1] * kc[3], "] to fit the cache");
+  expect_dtype(4, in[4], DType::I64);
+  if (in[4].spec->shape != Shape{1}) fail(describe(4, in[4]), " must have shape [1]");
+  check_mask(5, in[5], rows, kc[2]);
+  return {{}, {2, 3, 4}, {}};
+}
+
+// Number of real rows: a prefix of rows whose mask is not -inf everywhere. Returns -1 if a real
+// row follows a padding row.
+int64_t count_real_rows(const float* mask, int64_t rows, int64_t context) {
+  int64_t real = 0;
+  bool padding_seen = false;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* m = mask + r * context;
+    bool is_real = false;
+    for (int64_t j = 0; j < context && !is_real; ++j) is_real = m[j] != -std::numeric_limits<float>::infinity();
+    if (is_real) {
+      if (padding_seen) return -1;
+      ++real;
+    } else {
+      padding_seen = true;
+    }
+  }
+  return real;
+}
+
+Status run_cache_write(const std::vector<Tensor>& in, const std::vector<Tensor>&, const void*) {
+  const int64_t rows = in[0].dim(1), heads = in[2].dim(1), context = in[2].dim(2), head_dim = in[2].dim(3);
+  int64_t& counter = *in[4].as<int64_t>();
+  int64_t real = count_real_rows(in[5].as<float>(), rows, context);
+  if (real < 0) return Status::error("mask has a real row after a padding row; real rows must come first");
+  if (counter < 0 || counter > context - real)
+    return Status::error(cat("counter ", counter, " with ", real, " real rows does not fit the cache of ", context, " slots"));
+  const size_t elem = dtype_size(in[2].dtype);
+  for (size_t which : {0, 1}) {
+    const float* src = in[which].as<float>();
+    uint8_t* cache = in[2 + which].as<uint8_t>();
+    for (int64_t r = 0; r < real; ++r)
+      for (int64_t h = 0; h < heads; ++h)
+        kernels::store_row(src + (r * heads + h) * head_dim, head_dim,
+                           cache + size_t((h * context + counter + r) * head_dim) * elem, in[2].dtype);
+  }
+  counter += real;
+  return {};
+}
+
+// ---- attention -----------------------------------------------------------------------------
+
+struct AttentionAttrs {
+  int64_t n_heads, head_dim;
+  float scale;
+};
+
+OpSignature check_attention(const std::vector<OpOperand>& in, const json& attrs) {
+  expect_count(in, 4, 4);
+  expect_activation(0, in[0]);
+  expect_cache(1, in[1]);
+  expect_cache(2, in[2]);
+  const Shape& kc = in[1].spec->shape;
+  if (in[2].spec->shape != kc || in[2].spec->dtype != in[1].spec->dtype) fail(describe(2, in[2]), " must match ", describe(1, in[1]));
+  const int64_t rows = in[0].spec->shape[1];
+  check_mask(3, in[3], rows, kc[2]);
+  int64_t n_heads = int_attr(attrs, "n_heads", 1, 1 << 16);
+  int64_t head_dim = kc[3];
+  if (in[0].spec->shape[2] != n_heads * head_dim)
+    fail(describe(0, in[0]), " width must be n_heads * head_dim = ", n_heads * head_dim);
+  if (kc[1] == 0 || n_heads % kc[1] != 0) fail("n_heads ", n_heads, " is not a multiple of the cache's ", kc[1], " kv heads");
+  double scale = attrs.contains("scale") ? float_attr(attrs, "scale", 0, 1e6) : 1.0 / std::sqrt(double(head_dim));
+  return {{out_like(*in[0].spec)}, {}, prepared(AttentionAttrs{n_heads, head_dim, float(scale)})};
+}
+
+Status run_attention(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void* p) {
+  const auto& a = *static_cast<const AttentionAttrs*>(p);
+  kernels::attention(in[0].as<float>(), in[0].dim(1), a.n_heads, in[1].dim(1), a.head_dim, in[1].data, in[2].data,
+                     in[1].dtype, in[1].dim(2), in[3].as<float>(), a.scale, out[0].as<float>());
+  return {};
+}
+
+// ---- elementwise and copy ------------------------------------------------------------------
+
+OpSignature check_binary(const std::vector<OpOperand>& in, const json&) {
+  expect_count(in, 2, 2);
+  expect_activation(0, in[0]);
+  expect_activation(1, in[1]);
+  if (in[0].spec->shape != in[1].spec->shape) fail(describe(1, in[1]), " must have the shape of ", describe(0, in[0]));
+  return {{out_like(*in[0].spec)}, {}, {}};
+}
+
+Status run_silu_mul(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void*) {
+  kernels::silu_mul(in[0].as<float>(), in[1].as<float>(), numel(in[0]), out[0].as<float>());
+  return {};
+}
+
+Status run_add(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void*) {
+  kernels::add(in[0].as<float>(), in[1].as<float>(), numel(in[0]), out[0].as<float>());
+  return {};
+}
+
+OpSignature check_copy(const std::vector<OpOperand>& in, const json&) {
+  expect_count(in, 1, 1);
+  return {{out_like(*in[0].spec)}, {}, {}};
+}
+
+Status run_copy(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void*) {
+  // An output bound to the very buffer it copies from is already up to date.
+  if (out[0].data != in[0].data)
+    std::memmove(out[0].data, in[0].data, size_t(numel(in[0])) * dtype_size(in[0].dtype));
+  return {};
+}
+
+constexpr OpDef kOps[] = {
+    {"embedding", check_embedding, run_embedding},
+    {"rms_norm", check_rms_norm, run_rms_norm},
+    {"head_rms_norm", check_head_rms_norm, run_rms_norm},
+    {"linear", check_linear, run_linear},
+    {"rope", check_rope, run_rope},
+    {"cache_write", check_cache_write, run_cache_write},
+    {"attention", check_attention, run_attention},
+    {"silu_mul", check_binary, run_silu_mul},
+    {"add", check_binary, run_add},
+    {"copy", check_copy, run_copy},
+};
+
+}  // namespace
+
+const OpDef* find_op(const std::string& name) {
+  for (const auto& op : kOps)
+    if (name == op.name) return &op;
+  return nullptr;
+}
+
+std::vector<std::string> op_names() {
+  std::vector<std::string> names;
+  for (const auto& op : kOps) names.push_back(op.name);
+  return names;
+}
+
+}  // namespace hfstatic

@@ -1,0 +1,45 @@
+// The op set of method graphs: for each op, a load-time check (input dtypes and shapes,
+// attributes, the output it must declare) and the run function.
+#pragma once
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "format/program_spec.h"
+#include "util/error.h"
+
+namespace hfstatic {
+
+struct Tensor {
+  void* data = nullptr;
+  DType dtype = DType::F32;
+  const Shape* shape = nullptr;
+  int64_t dim(size_t i) const { return (*shape)[i]; }
+  template <typename T>
+  T* as() const { return static_cast<T*>(data); }
+};
+
+struct OpOperand {
+  const ValueSpec* spec;
+  bool is_weight;  // read-only file memory
+};
+
+// What a node's check derives from its inputs and attributes.
+struct OpSignature {
+  std::vector<ValueSpec> outputs;                  // dtype and shape each output must declare
+  std::vector<size_t> mutated_inputs;              // inputs updated in place (must be method inputs)
+  std::shared_ptr<const void> prepared;            // attributes decoded once at load
+};
+
+struct OpDef {
+  const char* name;
+  // Throws Error with a message naming the operand or attribute at fault.
+  OpSignature (*check)(const std::vector<OpOperand>& inputs, const nlohmann::json& attrs);
+  Status (*run)(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs, const void* prepared);
+};
+
+const OpDef* find_op(const std::string& name);
+std::vector<std::string> op_names();
+
+}  // namespace hfstatic

@@ -1,0 +1,46 @@
+#include "export/exporter.h"
+
+#include "export/checkpoint.h"
+#include "format/program.h"
+#include "util/error.h"
+
+namespace hfstatic {
+
+ExportSummary export_program(const std::string& dir, const std::string& out_path, const ExportOptions& options) {
+  HfCheckpoint ckpt = HfCheckpoint::open(dir);
+  const HfConfig& config = ckpt.config();
+  BuiltProgram built = build_program(config, options.graph);
+
+  // Check every tensor before writing a byte.
+  std::optional<DType> common;
+  for (const WeightUse& w : built.weights) {
+    const TensorInfo& t = ckpt.info(w.name);
+    if (t.shape != w.shape)
+      fail(dir, ": tensor '", w.name, "' has shape ", shape_str(t.shape), " but config.json implies ", shape_str(w.shape));
+    if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
+      fail(dir, ": tensor '", w.name, "' has dtype ", dtype_name(t.dtype), "; weights must be float32, float16 or bfloat16");
+    if (!common) common = t.dtype;
+  }
+  DType weights_dtype = options.weights_dtype.value_or(common.value_or(DType::F32));
+  built.spec.metadata["weights_dtype"] = dtype_name(weights_dtype);
+
+  ProgramWriter writer(std::move(built.spec));
+  ExportSummary summary;
+  for (const WeightUse& w : built.weights) {
+    Shape shape = w.shape;
+    std::string name = w.name;
+    writer.add_weight(name, weights_dtype, shape, [&ckpt, name, weights_dtype](uint8_t* dst) { ckpt.read(name, weights_dtype, dst); });
+    summary.weight_bytes += uint64_t(*shape_numel(shape)) * dtype_size(weights_dtype);
+    ++summary.tensors;
+  }
+  for (const char* side : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"}) {
+    std::string bytes = ckpt.side_file(side);
+    if (!bytes.empty()) writer.add_file(side, bytes);
+  }
+  writer.add_file("config.json", ckpt.raw_config().dump(2));
+  writer.write(out_path, options.progress);
+  summary.file_bytes = Program::load(out_path)->file_size();
+  return summary;
+}
+
+}  // namespace hfstatic

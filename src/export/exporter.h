@@ -1,0 +1,27 @@
+// Hugging Face checkpoint folder -> hf_static program file.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "export/graph_builder.h"
+
+namespace hfstatic {
+
+struct ExportOptions {
+  GraphOptions graph;
+  std::optional<DType> weights_dtype;  // default: the checkpoint's own dtype
+  std::function<void(uint64_t done, uint64_t total)> progress;
+};
+
+struct ExportSummary {
+  uint64_t file_bytes = 0;
+  uint64_t weight_bytes = 0;
+  size_t tensors = 0;
+};
+
+// Validates the checkpoint against its config, then writes `out_path` atomically: on any error
+// nothing is left at `out_path`. Throws Error.
+ExportSummary export_program(const std::string& checkpoint_dir, const std::string& out_path, const ExportOptions& options);
+
+}  // namespace hfstatic

@@ -1,0 +1,168 @@
+#include "export/hf_config.h"
+
+#include "util/error.h"
+
+namespace hfstatic {
+
+using nlohmann::json;
+
+namespace {
+
+struct Reader {
+  const json& j;
+  const std::string& origin;
+
+  bool has(const char* key) const { return j.contains(key) && !j[key].is_null(); }
+
+  int64_t integer(const char* key, int64_t min, int64_t max, std::optional<int64_t> fallback = std::nullopt) const {
+    if (!has(key)) {
+      if (fallback) return *fallback;
+      fail(origin, ": config field '", key, "' is missing");
+    }
+    const json& v = j[key];
+    if (!v.is_number_integer()) fail(origin, ": config field '", key, "' = ", v.dump(), " is not an integer");
+    int64_t x = v.get<int64_t>();
+    if (x < min || x > max) fail(origin, ": config field '", key, "' = ", x, " is outside [", min, ", ", max, "]");
+    return x;
+  }
+
+  double number(const char* key, double min, double max, double fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = j[key];
+    if (!v.is_number()) fail(origin, ": config field '", key, "' = ", v.dump(), " is not a number");
+    double x = v.get<double>();
+    if (!(x >= min && x <= max)) fail(origin, ": config field '", key, "' = ", x, " is outside [", min, ", ", max, "]");
+    return x;
+  }
+
+  bool boolean(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    if (!j[key].is_boolean()) fail(origin, ": config field '", key, "' = ", j[key].dump(), " is not a boolean");
+    return j[key].get<bool>();
+  }
+};
+
+std::vector<int64_t> token_ids(const json& v, const char* key, const std::string& origin) {
+  std::vector<int64_t> out;
+  if (v.is_null()) return out;
+  if (v.is_number_integer()) return {v.get<int64_t>()};
+  if (!v.is_array()) fail(origin, ": config field '", key, "' = ", v.dump(), " is not a token id or a list of them");
+  for (const auto& e : v) {
+    if (!e.is_number_integer()) fail(origin, ": config field '", key, "' holds ", e.dump(), ", not a token id");
+    out.push_back(e.get<int64_t>());
+  }
+  return out;
+}
+
+}  // namespace
+
+HfConfig HfConfig::parse(const json& j, const std::string& origin) {
+  if (!j.is_object()) fail(origin, ": config is not a JSON object");
+  Reader r{j, origin};
+  HfConfig c;
+  if (!r.has("model_type") || !j["model_type"].is_string()) fail(origin, ": config field 'model_type' is missing or not a string");
+  c.model_type = j["model_type"].get<std::string>();
+  if (c.model_type != "llama" && c.model_type != "mistral" && c.model_type != "qwen2" && c.model_type != "qwen3")
+    fail(origin, ": config field 'model_type' = '", c.model_type, "' is not supported (supported: llama, mistral, qwen2, qwen3)");
+  constexpr int64_t kBig = int64_t(1) << 31;
+  c.hidden_size = r.integer("hidden_size", 1, kBig);
+  c.intermediate_size = r.integer("intermediate_size", 1, kBig);
+  c.num_hidden_layers = r.integer("num_hidden_layers", 1, 4096);
+  c.num_attention_heads = r.integer("num_attention_heads", 1, 4096);
+  c.num_key_value_heads = r.integer("num_key_value_heads", 1, 4096, c.num_attention_heads);
+  if (c.num_attention_heads % c.num_key_value_heads != 0)
+    fail(origin, ": config field 'num_key_value_heads' = ", c.num_key_value_heads, " does not divide num_attention_heads = ",
+         c.num_attention_heads);
+  if (!r.has("head_dim") && c.hidden_size % c.num_attention_heads != 0)
+    fail(origin, ": config field 'hidden_size' = ", c.hidden_size, " is not a multiple of num_attention_heads = ", c.num_attention_heads);
+  c.head_dim = r.integer("head_dim", 2, 65536, c.hidden_size / c.num_attention_heads);
+  if (c.head_dim % 2 != 0) fail(origin, ": config field 'head_dim' = ", c.head_dim, " is odd; rotary embedding needs an even head_dim");
+  c.vocab_size = r.integer("vocab_size", 1, kBig);
+  c.max_position_embeddings = r.integer("max_position_embeddings", 2, kBig, 2048);
+  c.rms_norm_eps = r.number("rms_norm_eps", 0, 1, 1e-6);
+  c.rope_theta = r.number("rope_theta", 1, 1e12, 10000);
+  c.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
+  c.torch_dtype = r.has("torch_dtype") && j["torch_dtype"].is_string() ? j["torch_dtype"].get<std::string>() : "";
+
+  if (c.model_type == "qwen2") {
+    c.attention_bias = true;
+  } else {
+    c.attention_bias = r.boolean("attention_bias", false);
+    c.o_proj_bias = c.attention_bias && c.model_type != "qwen3";
+  }
+  if (r.boolean("mlp_bias", false)) fail(origin, ": config field 'mlp_bias' = true is not supported");
+  c.qk_norm = c.model_type == "qwen3";
+  if (r.has("hidden_act")) {
+    if (!j["hidden_act"].is_string() || j["hidden_act"].get<std::string>() != "silu")
+      fail(origin, ": config field 'hidden_act' = ", j["hidden_act"].dump(), " is not supported (supported: silu)");
+  }
+  if (c.model_type == "mistral" && r.has("sliding_window")) {
+    c.sliding_window = r.integer("sliding_window", 1, kBig);
+  }
+  if ((c.model_type == "qwen2" || c.model_type == "qwen3") && r.boolean("use_sliding_window", false)) {
+    c.sliding_window = r.integer("sliding_window", 1, kBig, 4096);
+  }
+  if (r.has("rope_scaling")) {
+    const json& s = j["rope_scaling"];
+    if (!s.is_object()) fail(origin, ": config field 'rope_scaling' = ", s.dump(), " is not an object");
+    std::string type;
+    if (s.contains("rope_type") && s["rope_type"].is_string()) type = s["rope_type"].get<std::string>();
+    else if (s.contains("type") && s["type"].is_string()) type = s["type"].get<std::string>();
+    if (type == "default") {
+      // Same as no scaling.
+    } else if (type == "llama3") {
+      Reader sr{s, origin};
+      RopeScaling rs;
+      rs.type = type;
+      rs.factor = sr.number("factor", 1e-6, 1e6, 8);
+      rs.low_freq_factor = sr.number("low_freq_factor", 1e-6, 1e6, 1);
+      rs.high_freq_factor = sr.number("high_freq_factor", 1e-6, 1e6, 4);
+      rs.original_max_position_embeddings = double(sr.integer("original_max_position_embeddings", 1, kBig, 8192));
+      if (!(rs.high_freq_factor > rs.low_freq_factor))
+        fail(origin, ": config field 'rope_scaling' needs high_freq_factor > low_freq_factor");
+      c.rope_scaling = rs;
+    } else {
+      fail(origin, ": config field 'rope_scaling' type '", type, "' is not supported (supported: llama3)");
+    }
+  }
+  if (r.has("bos_token_id")) c.bos_token_id = r.integer("bos_token_id", 0, c.vocab_size - 1);
+  if (j.contains("eos_token_id")) c.eos_token_ids = token_ids(j["eos_token_id"], "eos_token_id", origin);
+  for (int64_t id : c.eos_token_ids)
+    if (id < 0 || id >= c.vocab_size) fail(origin, ": config field 'eos_token_id' holds ", id, ", outside the vocabulary");
+  return c;
+}
+
+std::vector<WeightUse> expected_tensors(const HfConfig& c) {
+  std::vector<WeightUse> out;
+  const int64_t E = c.hidden_size, D = c.head_dim, Q = c.num_attention_heads * D, KV = c.num_key_value_heads * D;
+  const int64_t F = c.intermediate_size;
+  auto add = [&](const std::string& n, std::vector<int64_t> s) { out.push_back({n, std::move(s)}); };
+  add("model.embed_tokens.weight", {c.vocab_size, E});
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    add(p + "input_layernorm.weight", {E});
+    add(p + "self_attn.q_proj.weight", {Q, E});
+    add(p + "self_attn.k_proj.weight", {KV, E});
+    add(p + "self_attn.v_proj.weight", {KV, E});
+    if (c.attention_bias) {
+      add(p + "self_attn.q_proj.bias", {Q});
+      add(p + "self_attn.k_proj.bias", {KV});
+      add(p + "self_attn.v_proj.bias", {KV});
+    }
+    if (c.qk_norm) {
+      add(p + "self_attn.q_norm.weight", {D});
+      add(p + "self_attn.k_norm.weight", {D});
+    }
+    add(p + "self_attn.o_proj.weight", {E, Q});
+    if (c.o_proj_bias) add(p + "self_attn.o_proj.bias", {E});
+    add(p + "post_attention_layernorm.weight", {E});
+    add(p + "mlp.gate_proj.weight", {F, E});
+    add(p + "mlp.up_proj.weight", {F, E});
+    add(p + "mlp.down_proj.weight", {E, F});
+  }
+  add("model.norm.weight", {E});
+  if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, E});
+  return out;
+}
+
+}  // namespace hfstatic

@@ -1,0 +1,43 @@
+// Hugging Face config.json of the supported decoder families, validated.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hfstatic {
+
+struct RopeScaling {
+  std::string type;  // "llama3"
+  double factor = 1, low_freq_factor = 1, high_freq_factor = 4, original_max_position_embeddings = 8192;
+};
+
+struct HfConfig {
+  std::string model_type;  // llama, mistral, qwen2, qwen3
+  int64_t hidden_size = 0, intermediate_size = 0, num_hidden_layers = 0, num_attention_heads = 0;
+  int64_t num_key_value_heads = 0, head_dim = 0, vocab_size = 0, max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6, rope_theta = 10000;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // q/k/v biases (always on for qwen2)
+  bool o_proj_bias = false;     // llama's attention_bias also covers o_proj
+  bool qk_norm = false;         // qwen3
+  std::optional<int64_t> sliding_window;  // mistral / qwen2 when in use
+  std::optional<RopeScaling> rope_scaling;
+  std::optional<int64_t> bos_token_id;
+  std::vector<int64_t> eos_token_ids;
+  std::string torch_dtype;
+
+  // Throws Error naming the config field and value at fault.
+  static HfConfig parse(const nlohmann::json& config, const std::string& origin);
+};
+
+struct WeightUse {
+  std::string name;  // Hugging Face tensor name
+  std::vector<int64_t> shape;
+};
+
+// Every tensor a checkpoint of this config holds, with the shape the config implies.
+std::vector<WeightUse> expected_tensors(const HfConfig& config);
+
+}  // namespace hfstatic

@@ -1,0 +1,265 @@
+#include "export/make_checkpoint.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "export/hf_config.h"
+#include "format/safetensors.h"
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace hfstatic {
+
+using nlohmann::json;
+
+const std::vector<CheckpointPreset>& checkpoint_presets() {
+  // Tiny presets have a few layers and a small vocabulary; their larger init std makes the
+  // next-token distribution peaked, so greedy decoding is not decided by rounding noise.
+  static const std::vector<CheckpointPreset> presets = {
+      {"tiny", "tiny llama, untied lm_head (tests)",
+       R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":64,"intermediate_size":160,
+           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
+           "max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":false,
+           "bos_token_id":256,"eos_token_id":256,"hidden_act":"silu","attention_bias":false})",
+       DType::F32, 0.2},
+      {"tiny-llama3", "tiny llama with llama3 rope scaling and a tied lm_head (tests)",
+       R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":64,"intermediate_size":128,
+           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":1,"vocab_size":272,
+           "max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":500000.0,"tie_word_embeddings":true,
+           "rope_scaling":{"rope_type":"llama3","factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,
+                           "original_max_position_embeddings":64},
+           "bos_token_id":256,"eos_token_id":[256,258],"hidden_act":"silu"})",
+       DType::F32, 0.2},
+      {"tiny-mistral", "tiny mistral without an effective sliding window (tests)",
+       R"({"architectures":["MistralForCausalLM"],"model_type":"mistral","hidden_size":64,"intermediate_size":128,
+           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
+           "max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":1000000.0,"tie_word_embeddings":false,
+           "sliding_window":null,"bos_token_id":256,"eos_token_id":256,"hidden_act":"silu"})",
+       DType::F32, 0.2},
+      {"tiny-qwen2", "tiny qwen2 with q/k/v biases and a tied lm_head (tests)",
+       R"({"architectures":["Qwen2ForCausalLM"],"model_type":"qwen2","hidden_size":64,"intermediate_size":128,
+           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
+           "max_position_embeddings":512,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"tie_word_embeddings":true,
+           "use_sliding_window":false,"sliding_window":4096,"bos_token_id":256,"eos_token_id":258,"hidden_act":"silu"})",
+       DType::F32, 0.2},
+      {"tiny-qwen3", "tiny qwen3 with q/k norm and head_dim != hidden/heads (tests)",
+       R"({"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3","hidden_size":64,"intermediate_size":128,
+           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,"vocab_size":272,
+           "max_position_embeddings":512,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"tie_word_embeddings":true,
+           "attention_bias":false,"use_sliding_window":false,"bos_token_id":256,"eos_token_id":258,"hidden_act":"silu"})",
+       DType::F32, 0.2},
+      {"smollm2-135m", "SmolLM2-135M shapes (llama, 30 layers, tied)",
+       R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":576,"intermediate_size":1536,
+           "num_hidden_layers":30,"num_attention_heads":9,"num_key_value_heads":3,"vocab_size":49152,
+           "max_position_embeddings":8192,"rms_norm_eps":1e-5,"rope_theta":100000.0,"tie_word_embeddings":true,
+           "bos_token_id":1,"eos_token_id":2,"hidden_act":"silu","attention_bias":false,"torch_dtype":"bfloat16"})",
+       DType::BF16, 0.02},
+      {"qwen2.5-0.5b", "Qwen2.5-0.5B shapes (qwen2, 24 layers, q/k/v bias, tied)",
+       R"({"architectures":["Qwen2ForCausalLM"],"model_type":"qwen2","hidden_size":896,"intermediate_size":4864,
+           "num_hidden_layers":24,"num_attention_heads":14,"num_key_value_heads":2,"vocab_size":151936,
+           "max_position_embeddings":32768,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"tie_word_embeddings":true,
+           "use_sliding_window":false,"sliding_window":32768,"bos_token_id":151643,"eos_token_id":151643,
+           "hidden_act":"silu","torch_dtype":"bfloat16"})",
+       DType::BF16, 0.02},
+      {"qwen3-0.6b", "Qwen3-0.6B shapes (qwen3, 28 layers, q/k norm, head_dim 128, tied)",
+       R"({"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3","hidden_size":1024,"intermediate_size":3072,
+           "num_hidden_layers":28,"num_attention_heads":16,"num_key_value_heads":8,"head_dim":128,"vocab_size":151936,
+           "max_position_embeddings":40960,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"tie_word_embeddings":true,
+           "attention_bias":false,"use_sliding_window":false,"bos_token_id":151643,"eos_token_id":151645,
+           "hidden_act":"silu","torch_dtype":"bfloat16"})",
+       DType::BF16, 0.02},
+  };
+  return presets;
+}
+
+const CheckpointPreset& find_checkpoint_preset(const std::string& name) {
+  std::string names;
+  for (const auto& p : checkpoint_presets()) {
+    if (p.name == name) return p;
+    names += (names.empty() ? "" : ", ") + p.name;
+  }
+  fail("unknown preset '", name, "' (presets: ", names, ")");
+}
+
+namespace {
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Deterministic normal samples per (seed, tensor name), independent of generation order.
+class NormalStream {
+ public:
+  NormalStream(uint64_t seed, const std::string& name) : state_(seed) {
+    for (unsigned char ch : name) state_ = (state_ ^ ch) * 0x100000001b3ull;
+  }
+  double next() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    double u1 = (double(splitmix64(state_) >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
+    double u2 = double(splitmix64(state_) >> 11) * 0x1.0p-53;
+    double r = std::sqrt(-2.0 * std::log(u1));
+    spare_ = r * std::sin(2 * M_PI * u2);
+    has_spare_ = true;
+    return r * std::cos(2 * M_PI * u2);
+  }
+
+ private:
+  uint64_t state_;
+  double spare_ = 0;
+  bool has_spare_ = false;
+};
+
+// GPT-2's reversible byte -> printable code point mapping used by ByteLevel tokenizers.
+std::string byte_level_token(int byte) {
+  int cp;
+  bool printable = (byte >= 33 && byte <= 126) || (byte >= 161 && byte <= 172) || (byte >= 174 && byte <= 255);
+  if (printable) {
+    cp = byte;
+  } else {
+    int n = 0;
+    for (int b = 0; b < byte; ++b)
+      if (!((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255))) ++n;
+    cp = 256 + n;
+  }
+  std::string out;
+  if (cp < 0x80) {
+    out += char(cp);
+  } else {
+    out += char(0xc0 | (cp >> 6));
+    out += char(0x80 | (cp & 0x3f));
+  }
+  return out;
+}
+
+// A byte-level BPE tokenizer with no merges: every byte is a token, ids 0..255, followed by
+// the special tokens. Enough for text in and out of random models.
+void write_tokenizer(const std::string& dir, const HfConfig& config) {
+  json vocab = json::object();
+  for (int b = 0; b < 256; ++b) vocab[byte_level_token(b)] = b;
+  const char* specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+  json added = json::array();
+  for (int i = 0; i < 3; ++i) {
+    int id = 256 + i;
+    if (id >= config.vocab_size) break;
+    vocab[specials[i]] = id;
+    added.push_back({{"id", id}, {"content", specials[i]}, {"single_word", false}, {"lstrip", false},
+                     {"rstrip", false}, {"normalized", false}, {"special", true}});
+  }
+  json tokenizer = {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", added},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}},
+      {"post_processor", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}}},
+      {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+      {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
+                 {"end_of_word_suffix", nullptr}, {"fuse_unk", false}, {"byte_fallback", false},
+                 {"ignore_merges", false}, {"vocab", vocab}, {"merges", json::array()}}},
+  };
+  json tokenizer_config = {
+      {"add_bos_token", false},
+      {"add_eos_token", false},
+      {"bos_token", "<|endoftext|>"},
+      {"eos_token", config.vocab_size > 258 ? "<|im_end|>" : "<|endoftext|>"},
+      {"model_max_length", config.max_position_embeddings},
+      {"tokenizer_class", "PreTrainedTokenizerFast"},
+      {"chat_template",
+       "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+       "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"},
+  };
+  AtomicFileWriter t(dir + "/tokenizer.json");
+  std::string text = tokenizer.dump(2);
+  t.write(text.data(), text.size());
+  t.commit();
+  AtomicFileWriter tc(dir + "/tokenizer_config.json");
+  text = tokenizer_config.dump(2);
+  tc.write(text.data(), text.size());
+  tc.commit();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  AtomicFileWriter w(path);
+  w.write(text.data(), text.size());
+  w.commit();
+}
+
+}  // namespace
+
+void make_checkpoint(const std::string& dir, const MakeCheckpointOptions& options) {
+  const CheckpointPreset& preset = find_checkpoint_preset(options.preset);
+  json config_json = json::parse(preset.config_json);
+  const DType dtype = options.dtype.value_or(preset.dtype);
+  if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
+    fail("--dtype ", dtype_name(dtype), " is not a weight dtype (float32, float16, bfloat16)");
+  config_json["torch_dtype"] = dtype_name(dtype);
+  config_json["transformers_version"] = "4.46.0";
+  HfConfig config = HfConfig::parse(config_json, "preset " + preset.name);
+
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) fail(dir, ": cannot create folder: ", std::strerror(errno));
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) fail(dir, ": is not a folder");
+
+  std::vector<WeightUse> tensors = expected_tensors(config);
+  // Group tensors into shards of about shard_bytes (one shard when 0).
+  std::vector<std::vector<const WeightUse*>> shards(1);
+  uint64_t current = 0;
+  for (const auto& t : tensors) {
+    uint64_t bytes = uint64_t(*shape_numel(t.shape)) * dtype_size(dtype);
+    if (options.shard_bytes > 0 && current > 0 && current + bytes > options.shard_bytes) {
+      shards.emplace_back();
+      current = 0;
+    }
+    shards.back().push_back(&t);
+    current += bytes;
+  }
+
+  json weight_map = json::object();
+  uint64_t total_bytes = 0;
+  for (size_t s = 0; s < shards.size(); ++s) {
+    char name[64];
+    std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", s + 1, shards.size());
+    const std::string file = shards.size() == 1 ? "model.safetensors" : name;
+    SafetensorsWriter writer;
+    writer.set_metadata("format", "pt");
+    for (const WeightUse* t : shards[s]) {
+      const std::string tname = t->name;
+      const bool is_norm = tname.find("norm.weight") != std::string::npos;
+      const double std_dev = preset.init_std;
+      const uint64_t seed = options.seed;
+      const int64_t n = *shape_numel(t->shape);
+      writer.add(tname, dtype, t->shape, [=](uint8_t* dst) {
+        NormalStream rng(seed, tname);
+        std::vector<float> values(static_cast<size_t>(n));
+        for (auto& v : values) v = float(is_norm ? 1.0 + 0.1 * rng.next() : std_dev * rng.next());
+        convert_floats(values.data(), DType::F32, dst, dtype, values.size());
+      });
+      weight_map[tname] = file;
+      total_bytes += uint64_t(n) * dtype_size(dtype);
+    }
+    writer.write(dir + "/" + file);
+  }
+  if (shards.size() > 1) {
+    json index = {{"metadata", {{"total_size", total_bytes}}}, {"weight_map", weight_map}};
+    write_text(dir + "/model.safetensors.index.json", index.dump(2));
+  }
+  write_text(dir + "/config.json", config_json.dump(2));
+  json generation = {{"_from_model_config", true}, {"transformers_version", "4.46.0"}};
+  if (config_json.contains("bos_token_id")) generation["bos_token_id"] = config_json["bos_token_id"];
+  if (config_json.contains("eos_token_id")) generation["eos_token_id"] = config_json["eos_token_id"];
+  write_text(dir + "/generation_config.json", generation.dump(2));
+  write_tokenizer(dir, config);
+}
+
+}  // namespace hfstatic

@@ -1,0 +1,72 @@
+#include "format/program.h"
+
+#include "util/error.h"
+
+namespace hfstatic {
+
+std::shared_ptr<const Program> Program::load(const std::string& path) {
+  auto p = std::make_shared<Program>();
+  p->file_ = MappedFile::open(path);
+  SafetensorsOptions options;
+  options.require_alignment = true;
+  p->view_ = SafetensorsView::parse(p->file_.data(), p->file_.size(), path, options);
+  auto it = p->view_.metadata().find(kProgramMetadataKey);
+  if (it == p->view_.metadata().end())
+    fail(path, ": not an hfstatic program (safetensors __metadata__ has no '", kProgramMetadataKey, "' entry)");
+  nlohmann::json j = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) fail(path, ": __metadata__.", kProgramMetadataKey, " is not valid JSON");
+  try {
+    p->spec_ = ProgramSpec::from_json(j);
+  } catch (const Error& e) {
+    fail(path, ": ", e.what());
+  }
+  return p;
+}
+
+WeightRef Program::weight(const std::string& name) const {
+  if (name.rfind(kEmbeddedFilePrefix, 0) == 0) return {};
+  const TensorInfo* t = view_.find(name);
+  if (!t) return {};
+  return {t, view_.tensor_data(*t)};
+}
+
+std::string Program::embedded_file(const std::string& name) const {
+  const TensorInfo* t = view_.find(kEmbeddedFilePrefix + name);
+  if (!t || t->dtype != DType::U8) return {};
+  const uint8_t* d = view_.tensor_data(*t);
+  return std::string(reinterpret_cast<const char*>(d), t->size);
+}
+
+uint64_t Program::weight_bytes() const {
+  uint64_t total = 0;
+  for (const auto& t : view_.tensors())
+    if (t.name.rfind(kEmbeddedFilePrefix, 0) != 0) total += t.size;
+  return total;
+}
+
+std::string program_embedded_file(const std::string& program_path, const std::string& name) {
+  return Program::load(program_path)->embedded_file(name);
+}
+
+void ProgramWriter::add_weight(const std::string& name, DType dtype, const Shape& shape,
+                               SafetensorsWriter::Producer producer) {
+  if (name.rfind(kEmbeddedFilePrefix, 0) == 0) fail("weight name '", name, "' uses the reserved prefix ", kEmbeddedFilePrefix);
+  writer_.add(name, dtype, shape, std::move(producer));
+}
+
+void ProgramWriter::add_weight_bytes(const std::string& name, DType dtype, const Shape& shape,
+                                     std::vector<uint8_t> bytes) {
+  writer_.add_bytes(name, dtype, shape, std::move(bytes));
+}
+
+void ProgramWriter::add_file(const std::string& name, const std::string& bytes) {
+  writer_.add_bytes(kEmbeddedFilePrefix + name, DType::U8, {int64_t(bytes.size())},
+                    std::vector<uint8_t>(bytes.begin(), bytes.end()));
+}
+
+void ProgramWriter::write(const std::string& path, const std::function<void(uint64_t, uint64_t)>& progress) {
+  writer_.set_metadata(kProgramMetadataKey, spec_.to_json().dump());
+  writer_.write(path, progress);
+}
+
+}  // namespace hfstatic

@@ -1,0 +1,37 @@
+// Numeric kernels. Activations are float32; weights may be float32, float16 or bfloat16; KV
+// caches float32 or float16. Shapes are validated by the caller.
+#pragma once
+#include <cstdint>
+
+#include "util/dtype.h"
+
+namespace hfstatic::kernels {
+
+// dst[0..n) = float32 of src[0..n) stored as `type` (F32, F16 or BF16).
+void load_row(const void* src, DType type, int64_t n, float* dst);
+// Stores float32 values as `type` (F32 or F16).
+void store_row(const float* src, int64_t n, void* dst, DType type);
+
+// y[rows, out] = x[rows, in] * w[out, in]^T (+ bias[out]).
+void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_type, int64_t out,
+            const void* bias, DType bias_type, float* y);
+
+// y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w, for rows of length n.
+void rms_norm(const float* x, int64_t rows, int64_t n, const void* w, DType w_type, float eps, float* y);
+
+// Rotates pairs (i, i + half) of each head of x[rows, heads * head_dim] in place, HF rotate_half
+// style, with angle positions[r] * inv_freq[i].
+void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int64_t* positions, const float* inv_freq);
+
+// Scaled dot-product attention of q[rows, n_heads * D] over the first `columns` slots of
+// caches [n_kv_heads, max_context, D] with additive mask[rows, max_context]. A row whose mask
+// is -inf everywhere gets zeros.
+void attention(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+               const void* k_cache, const void* v_cache, DType cache_type, int64_t max_context,
+               const float* mask, float scale, float* out);
+
+// out = silu(gate) * up
+void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+void add(const float* a, const float* b, int64_t n, float* out);
+
+}  // namespace hfstatic::kernels

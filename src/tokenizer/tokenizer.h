@@ -1,0 +1,77 @@
+// Hugging Face tokenizer.json runtime: BPE models (byte-level and SentencePiece-style), added and
+// special tokens, normalizers, pre-tokenizers, post-processors, decoders, streaming decode and
+// chat templates. See README.md in this folder for the supported formats and the input policy.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hfstatic {
+
+struct ChatMessage {
+  std::string role;
+  std::string content;
+};
+
+class Tokenizer {
+ public:
+  // tokenizer_config_json may be empty. Throws Error naming the offending key on bad input.
+  static Tokenizer from_json(const std::string& tokenizer_json, const std::string& tokenizer_config_json);
+  // Reads tokenizer.json at `path`; a sibling tokenizer_config.json is used when present.
+  static Tokenizer from_file(const std::string& path);
+
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
+  ~Tokenizer();
+
+  // Invalid UTF-8 in `text` is replaced by U+FFFD per maximal ill-formed subsequence first.
+  // add_special_tokens: apply the post-processor (bos/eos...). parse_special: recognise special
+  // added tokens written in the text; when false they are tokenized as ordinary text.
+  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = true, bool parse_special = true) const;
+  // Ids outside [0, vocab_size()) throw Error. Output is always valid UTF-8.
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
+
+  bool is_special(int32_t id) const;
+  std::optional<int32_t> token_id(std::string_view token) const;
+  // Token string of an id (vocabulary form, e.g. "Ġhello" or "▁hello"); throws when out of range.
+  const std::string& token(int32_t id) const;
+  int32_t vocab_size() const;
+  std::optional<int32_t> bos_id() const;
+  std::optional<int32_t> eos_id() const;
+  const std::string& bos_token() const;  // empty when none
+  const std::string& eos_token() const;
+
+  // The chat template from tokenizer_config.json ("default" one when it is a list); empty if none.
+  const std::string& chat_template() const;
+  // Renders chat_template() with messages, add_generation_prompt, bos_token and eos_token.
+  std::string apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+
+  struct Impl;
+
+ private:
+  explicit Tokenizer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  friend class StreamDecoder;
+};
+
+// Incremental decoding: push ids one at a time. Returned pieces never end inside a UTF-8
+// sequence, and the concatenation of all pushes plus flush() equals decode(all ids).
+class StreamDecoder {
+ public:
+  explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special = false);
+  std::string push(int32_t id);
+  // Emits whatever is still held back (e.g. an incomplete byte sequence, as U+FFFD) and resets.
+  std::string flush();
+
+ private:
+  const Tokenizer* tokenizer_;
+  bool skip_special_;
+  std::vector<int32_t> ids_;
+  std::string prefix_;
+  size_t prefix_index_ = 0;
+};
+
+}  // namespace hfstatic

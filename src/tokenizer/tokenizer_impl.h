@@ -1,0 +1,161 @@
+// Internal data structures of Tokenizer (not part of the public API).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tokenizer/split_pattern.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hfstatic::tokenizer {
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+using StringMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+
+// Open-addressing map from a token pair to (merge rank, merged id).
+class MergeTable {
+ public:
+  void reserve(size_t n);
+  void insert(int32_t a, int32_t b, int32_t rank, int32_t merged);
+  // Returns false when the pair has no merge.
+  bool find(int32_t a, int32_t b, int32_t& rank, int32_t& merged) const {
+    if (slots_.empty()) return false;
+    const uint64_t key = pack(a, b);
+    for (size_t i = hash(key) & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.key == key) {
+        rank = s.rank;
+        merged = s.merged;
+        return true;
+      }
+      if (s.key == kEmpty) return false;
+    }
+  }
+  size_t size() const { return count_; }
+
+ private:
+  struct Slot {
+    uint64_t key;
+    int32_t rank;
+    int32_t merged;
+  };
+  static constexpr uint64_t kEmpty = ~0ull;
+  static uint64_t pack(int32_t a, int32_t b) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  }
+  static size_t hash(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return static_cast<size_t>(k);
+  }
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t count_ = 0;
+};
+
+enum class NormalizerType { kSequence, kNfc, kNfd, kReplace, kPrepend, kStrip };
+struct Normalizer {
+  NormalizerType type;
+  std::string pattern, content;  // Replace: pattern -> content; Prepend: content
+  bool strip_left = false, strip_right = false;
+  std::vector<Normalizer> children;
+};
+
+enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
+enum class PreTokenizerType { kSequence, kByteLevel, kSplit, kMetaspace };
+enum class PrependScheme { kAlways, kFirst, kNever };
+struct PreTokenizer {
+  PreTokenizerType type;
+  // ByteLevel
+  bool add_prefix_space = false;
+  bool use_regex = false;
+  // Split: either a literal string or a built-in regex matcher
+  std::optional<SplitPattern> regex;
+  std::string literal;
+  SplitBehavior behavior = SplitBehavior::kIsolated;
+  bool invert = false;
+  // Metaspace
+  std::string replacement;
+  PrependScheme prepend_scheme = PrependScheme::kAlways;
+  bool split = true;
+  std::vector<PreTokenizer> children;
+};
+
+enum class DecoderType { kSequence, kByteLevel, kReplace, kByteFallback, kFuse, kStrip, kMetaspace };
+struct Decoder {
+  DecoderType type;
+  std::string pattern, content;  // Replace; Strip uses content
+  size_t start = 0, stop = 0;    // Strip
+  std::string replacement;       // Metaspace
+  PrependScheme prepend_scheme = PrependScheme::kAlways;
+  std::vector<Decoder> children;
+};
+
+struct AddedToken {
+  std::string content;
+  int32_t id = 0;
+  bool special = false, lstrip = false, rstrip = false, single_word = false, normalized = false;
+};
+
+// Byte trie over added token contents for leftmost-longest matching.
+struct AddedTrie {
+  struct Node {
+    std::vector<std::pair<unsigned char, int32_t>> next;  // sorted by byte
+    int32_t token = -1;                                     // index into added tokens
+  };
+  std::vector<Node> nodes{Node{}};
+  bool first_byte[256] = {};
+  void insert(std::string_view s, int32_t token_index);
+  int32_t child(int32_t node, unsigned char c) const;
+};
+
+}  // namespace hfstatic::tokenizer
+
+namespace hfstatic {
+
+struct Tokenizer::Impl {
+  // Model (BPE)
+  std::vector<std::string> id_to_token;
+  tokenizer::StringMap vocab;
+  tokenizer::MergeTable merges;
+  std::optional<int32_t> unk_id;
+  bool fuse_unk = false, byte_fallback = false, ignore_merges = false;
+  std::string continuing_subword_prefix, end_of_word_suffix;
+  int32_t byte_fallback_ids[256];
+  bool has_byte_fallback_ids = false;
+
+  // Components
+  std::optional<tokenizer::Normalizer> normalizer;
+  std::optional<tokenizer::PreTokenizer> pre_tokenizer;
+  std::optional<tokenizer::Decoder> decoder;
+  std::vector<int32_t> post_prefix, post_suffix;  // ids around the sequence when add_special_tokens
+
+  // Added tokens
+  std::vector<tokenizer::AddedToken> added;
+  std::vector<int8_t> added_kind;  // per id: 0 none, 1 added, 2 special added
+  tokenizer::AddedTrie trie_all, trie_nonspecial;
+
+  // tokenizer_config.json
+  std::string bos_token, eos_token, chat_template;
+  std::optional<int32_t> bos_id, eos_id;
+  bool clean_up_tokenization_spaces = false;
+
+  // Word cache for BPE results.
+  mutable std::mutex cache_mutex;
+  mutable std::unordered_map<std::string, std::vector<int32_t>, tokenizer::StringHash, std::equal_to<>> cache;
+
+  void bpe_word(std::string_view word, std::vector<int32_t>& out) const;
+  void encode_section(std::string_view text, bool first_section, std::vector<int32_t>& out) const;
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special) const;
+};
+
+}  // namespace hfstatic
