@@ -1,0 +1,70 @@
+// The hf_static version 1 IOManager (normative text: docs/hf_static-v1.md).
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "executor/method.h"
+#include "io/io_manager.h"
+
+namespace hfstatic {
+
+// A program that breaks the contract; what() lists every violation, one per line.
+class ContractError : public Error {
+ public:
+  ContractError(const std::string& origin, std::vector<std::string> violations);
+  const std::vector<std::string>& violations() const { return violations_; }
+
+ private:
+  std::vector<std::string> violations_;
+};
+
+// Every violation of hf_static v1 by the program's metadata and method signatures (empty
+// when it conforms). Graph-level problems are reported by Method::load, not here.
+std::vector<std::string> hf_static_v1_violations(const Program& program);
+
+class HfStaticIOManager : public IOManager {
+ public:
+  void load(std::shared_ptr<const Program> program, BufferAllocator& allocator) override;
+  const ModelInfo& model() const override { return info_; }
+  void reset() override;
+  std::vector<Step> plan(int64_t start_pos, size_t n_tokens) const override;
+  void prepare(StepKind kind, int64_t start_pos, std::span<const int64_t> tokens) override;
+  void bind() override;
+  Status run(ThreadPool* pool) override;
+  std::span<const float> logits() const override;
+
+  // Introspection for tests and tools.
+  const Execution& execution(StepKind kind) const { return *method(kind).execution; }
+  void* state_buffer(size_t index) const { return state_[index].data(); }  // k0, v0, c0, k1, ...
+  size_t state_count() const { return state_.size(); }
+
+ protected:
+  // The four duties of the contract, each a hook so that tests can show what breaks without it.
+  virtual std::vector<std::string> validate(const Program& program) const;
+  virtual void write_counters(int64_t start_pos);
+  virtual void bind_state_outputs(Execution& exec);
+  virtual bool prefill_fits(int64_t start_pos) const;
+
+  struct MethodState {
+    std::shared_ptr<const Method> method;
+    std::unique_ptr<Execution> execution;
+    int64_t rows = 0;  // T
+    Buffer tokens, positions, mask;
+  };
+  MethodState& method(StepKind kind) { return kind == StepKind::Prefill ? prefill_ : decode_; }
+  const MethodState& method(StepKind kind) const { return kind == StepKind::Prefill ? prefill_ : decode_; }
+
+  std::shared_ptr<const Program> program_;
+  ModelInfo info_;
+  MethodState prefill_, decode_;
+  std::vector<Buffer> state_;
+  std::optional<StepKind> prepared_;
+  int64_t prepared_rows_ = 0;  // real rows of the prepared step
+  bool ran_ = false;
+};
+
+void register_hf_static_io_manager(IOManagerRegistry& registry);
+
+}  // namespace hfstatic

@@ -1,0 +1,89 @@
+// The executor's prefill and decode logits against the independent NumPy implementation of
+// the Hugging Face forward pass, for the tiny preset of each model family.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "io/hf_static_io_manager.h"
+#include "test_support.h"
+
+namespace hfstatic {
+namespace {
+
+struct ParityCase {
+  std::string preset;
+  DType cache;
+  double tolerance;
+};
+
+void PrintTo(const ParityCase& c, std::ostream* os) { *os << c.preset << " cache " << dtype_name(c.cache); }
+
+std::string case_name(const testing::TestParamInfo<ParityCase>& info) {
+  std::string n = info.param.preset + "_" + dtype_name(info.param.cache);
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n;
+}
+
+class ReferenceParity : public testing::TestWithParam<ParityCase> {};
+
+TEST_P(ReferenceParity, PrefillAndDecodeLogitsAndGreedyTokensMatch) {
+  const ParityCase& c = GetParam();
+  const std::string ckpt = test::cached_checkpoint(c.preset, 7);
+  test::TempDir dir("parity");
+  GraphOptions g;
+  g.prefill_len = 8;
+  g.max_context = 64;
+  g.cache_dtype = c.cache;
+  g.repeat_state = true;
+  auto program = Program::load(test::export_to(ckpt, dir.file("p.hfs"), g));
+  auto io = IOManagerRegistry::instance().load(program);
+  auto& hf = dynamic_cast<HfStaticIOManager&>(*io);
+
+  // 11 prompt tokens: one full prefill chunk, then a padded chunk of 3.
+  const std::vector<int64_t> prompt = {256, 72, 101, 108, 108, 111, 44, 32, 119, 111, 114};
+  const int steps = 32;
+  nlohmann::json ref = test::reference(ckpt, prompt, steps, dtype_name(c.cache));
+  const int64_t V = io->model().vocab_size;
+
+  // Prompt logits, every real row of every prefill chunk.
+  for (const Step& s : io->plan(0, prompt.size())) {
+    ASSERT_EQ(s.kind, StepKind::Prefill);
+    io->prepare(s.kind, s.start_pos, std::span(prompt).subspan(s.begin, s.count));
+    io->bind();
+    ASSERT_TRUE(io->run(nullptr).ok());
+    const float* all = static_cast<const float*>(hf.execution(StepKind::Prefill).output_data(3 * io->model().n_layers));
+    for (size_t r = 0; r < s.count; ++r) {
+      std::vector<float> got(all + r * V, all + (r + 1) * V);
+      auto want = ref["prompt_logits"][s.begin + r].get<std::vector<double>>();
+      EXPECT_LE(test::relative_error(got, want), c.tolerance) << "prompt position " << s.begin + r;
+    }
+  }
+  // Greedy decoding through decode, one token per step.
+  int64_t pos = int64_t(prompt.size());
+  std::vector<int64_t> tokens;
+  for (int i = 0; i < steps; ++i) {
+    std::span<const float> logits = io->logits();
+    std::vector<float> got(logits.begin(), logits.end());
+    auto want = ref["greedy_logits"][i].get<std::vector<double>>();
+    EXPECT_LE(test::relative_error(got, want), c.tolerance) << "greedy step " << i;
+    int64_t next = std::max_element(got.begin(), got.end()) - got.begin();
+    tokens.push_back(next);
+    std::vector<int64_t> one = {next};
+    io->prepare(StepKind::Decode, pos++, one);
+    io->bind();
+    ASSERT_TRUE(io->run(nullptr).ok());
+  }
+  EXPECT_EQ(tokens, ref["greedy_tokens"].get<std::vector<int64_t>>());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllFamilies, ReferenceParity,
+    testing::Values(ParityCase{"tiny", DType::F32, 1e-4}, ParityCase{"tiny", DType::F16, 2e-2},
+                    ParityCase{"tiny-llama3", DType::F32, 1e-4}, ParityCase{"tiny-llama3", DType::F16, 2e-2},
+                    ParityCase{"tiny-mistral", DType::F32, 1e-4}, ParityCase{"tiny-mistral", DType::F16, 2e-2},
+                    ParityCase{"tiny-qwen2", DType::F32, 1e-4}, ParityCase{"tiny-qwen2", DType::F16, 2e-2},
+                    ParityCase{"tiny-qwen3", DType::F32, 1e-4}, ParityCase{"tiny-qwen3", DType::F16, 2e-2}),
+    case_name);
+
+}  // namespace
+}  // namespace hfstatic

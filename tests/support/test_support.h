@@ -1,0 +1,46 @@
+// Shared helpers of the test suites: temporary folders, checkpoints and programs built with
+// the library itself, the NumPy reference, and running the hfstatic tool.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "export/exporter.h"
+#include "export/make_checkpoint.h"
+
+namespace hfstatic::test {
+
+// A fresh folder under the build tree, removed with its contents at destruction.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag);
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// A checkpoint folder for a preset and seed, made once per test binary and cached on disk.
+std::string cached_checkpoint(const std::string& preset, uint64_t seed = 1, uint64_t shard_mib = 0);
+
+// Exports a checkpoint with the given options into dir/name and returns the path.
+std::string export_to(const std::string& checkpoint, const std::string& path, const GraphOptions& options,
+                      std::optional<DType> weights_dtype = std::nullopt);
+
+// Runs tests/reference/hf_reference.py on a checkpoint; returns its JSON output.
+nlohmann::json reference(const std::string& checkpoint, const std::vector<int64_t>& tokens, int steps,
+                         const std::string& cache_dtype = "float32");
+
+struct CommandResult {
+  int exit_code;
+  std::string out, err;
+};
+// Runs the hfstatic tool with arguments (each shell-quoted) and optional stdin text.
+CommandResult run_cli(const std::vector<std::string>& args, const std::string& stdin_text = "");
+
+// Max |a - b| / max(|b|_inf, tiny) over two vectors.
+double relative_error(const std::vector<float>& a, const std::vector<double>& b);
+
+}  // namespace hfstatic::test
