@@ -1,0 +1,92 @@
+// The text generation runner.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "io/io_manager.h"
+#include "runner/sampler.h"
+
+namespace hfstatic {
+
+class Tokenizer;
+class ThreadPool;
+
+enum class StopReason { Eos, StopToken, StopString, Length, ContextFull, Stopped };
+const char* stop_reason_name(StopReason r);  // "eos", "stop_token", "stop_string", "length", "context_full", "stopped"
+
+struct GenerationConfig {
+  int64_t max_new_tokens = 128;
+  SamplingConfig sampling;
+  std::vector<int64_t> stop_tokens;      // in addition to the model's eos ids
+  std::vector<std::string> stop_strings; // needs a tokenizer
+  bool ignore_eos = false;
+};
+
+struct GenerationStats {
+  double load_ms = 0;        // program load + validation + allocation
+  double ttft_ms = 0;        // generate() call to the first sampled token
+  double prefill_ms = 0, decode_ms = 0;
+  int64_t prompt_tokens = 0;     // tokens fed before the first sample (pending + prompt)
+  int64_t generated_tokens = 0;  // sampled tokens
+  double prefill_tokens_per_s() const { return prefill_ms > 0 ? prompt_tokens * 1000.0 / prefill_ms : 0; }
+  double decode_tokens_per_s() const;
+  uint64_t peak_rss_bytes = 0;
+};
+
+struct GenerationResult {
+  std::vector<int64_t> tokens;  // sampled tokens (an eos or stop token included, stop strings cut from text)
+  std::string text;             // decoded text of the sampled tokens (empty without a tokenizer)
+  StopReason stop_reason = StopReason::Length;
+  GenerationStats stats;
+};
+
+struct RunnerOptions {
+  int threads = 0;  // 0: all hardware threads
+};
+
+class Runner {
+ public:
+  // Loads the program, picks its IOManager, and its embedded tokenizer when it has one.
+  static std::unique_ptr<Runner> load(const std::string& program_path, const RunnerOptions& options = {});
+  Runner(std::unique_ptr<IOManager> io, std::shared_ptr<const Tokenizer> tokenizer, const RunnerOptions& options = {});
+  ~Runner();
+
+  // Continues the conversation from the current position with `prompt`. Throws Error before
+  // running anything when the prompt does not fit (numbers in the message) or is invalid.
+  // on_token(id) is called for each sampled token; return false to stop.
+  GenerationResult generate_tokens(std::span<const int64_t> prompt, const GenerationConfig& config,
+                                   const std::function<bool(int64_t)>& on_token = {});
+  // Text in, text out; on_text receives the decoded text piece by piece (never a partial UTF-8
+  // sequence, never a piece of a stop string). Needs a tokenizer.
+  GenerationResult generate(const std::string& prompt, const GenerationConfig& config,
+                            const std::function<void(const std::string&)>& on_text = {}, bool add_special_tokens = true);
+
+  void reset();              // back to position 0; the IOManager is reset too
+  void rewind(size_t n);     // forget the last n tokens of the context
+  void stop() { stop_requested_.store(true); }  // thread-safe; ends generation at the next token
+
+  int64_t position() const { return fed_; }                     // tokens the model has seen
+  const std::vector<int64_t>& context() const { return context_; }  // fed tokens + the pending one
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  IOManager& io() { return *io_; }
+  const ModelInfo& model() const { return io_->model(); }
+  double load_ms() const { return load_ms_; }
+
+ private:
+  std::unique_ptr<IOManager> io_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::vector<int64_t> context_;
+  int64_t fed_ = 0;
+  std::atomic<bool> stop_requested_{false};
+  double load_ms_ = 0;
+};
+
+uint64_t peak_rss_bytes();
+
+}  // namespace hfstatic

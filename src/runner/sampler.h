@@ -1,0 +1,33 @@
+// Next-token selection from logits.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace hfstatic {
+
+struct SamplingConfig {
+  float temperature = 0.0f;         // 0: greedy
+  int64_t top_k = 0;                // 0: off
+  float top_p = 1.0f;               // 1: off
+  float min_p = 0.0f;               // 0: off
+  float repetition_penalty = 1.0f;  // 1: off; applied to tokens in the last repetition_window
+  int64_t repetition_window = 64;
+  uint64_t seed = 0;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingConfig& config);
+  // `recent` are the context's tokens, for the repetition penalty.
+  int64_t sample(std::span<const float> logits, std::span<const int64_t> recent);
+
+ private:
+  double uniform();  // [0, 1)
+  SamplingConfig config_;
+  uint64_t state_;
+  std::vector<float> scratch_;
+  std::vector<int64_t> order_;
+};
+
+}  // namespace hfstatic
