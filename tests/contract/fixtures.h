@@ -1,0 +1,79 @@
+// The hf_static v1 contract corpus: small programs exported from the tiny checkpoint presets,
+// valid ones and ones broken on purpose (each with the violation a loader must report).
+// Fixtures are described statically (so that parameterised tests can list them) and written
+// on first use into a folder of the build tree that lives as long as the test process.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "export/graph_builder.h"
+#include "format/program.h"
+#include "io/io_manager.h"
+
+namespace hfstatic::contract {
+
+inline constexpr uint64_t kSeed = 3;
+
+struct ValidFixture {
+  std::string name;
+  std::string preset;
+  GraphOptions graph;
+  std::vector<int64_t> prompt;  // fits max_context
+  int steps = 6;                // greedy tokens wanted (capped by the context, see greedy_count)
+  // Metadata edits that keep the program valid (e.g. the v1 feature keys at their allowed value).
+  std::function<void(ProgramSpec&)> edit;
+
+  // Greedy tokens a generation can produce: one from the prompt's logits, then one per decode
+  // call while the position is below max_context.
+  int greedy_count() const;
+  bool tail_routed() const;  // the prompt plan ends with decode steps
+};
+
+enum class LoadPath {
+  Contract,  // IOManagerRegistry::load throws ContractError listing `expected`
+  Registry,  // IOManagerRegistry::load throws an Error naming the supported contracts
+};
+
+struct InvalidFixture {
+  std::string name;
+  std::string preset = "tiny";
+  GraphOptions graph;
+  std::function<void(ProgramSpec&)> mutate;
+  std::vector<std::string> expected;  // exact violations hf_static_v1_violations must contain
+  LoadPath path = LoadPath::Contract;
+  std::string registry_error;  // for LoadPath::Registry: a substring of the error
+  // Every input and output still has the byte size the contract expects: only a dtype/shape
+  // check can reject it.
+  bool equal_bytes = false;
+  // With equal_bytes: the graph is still consistent, so a loader checking byte sizes only loads
+  // it without any error.
+  bool loads_without_contract_check = false;
+};
+
+const std::vector<ValidFixture>& valid_fixtures();
+const std::vector<InvalidFixture>& invalid_fixtures();
+const ValidFixture& valid_fixture(const std::string& name);
+const InvalidFixture& invalid_fixture(const std::string& name);
+
+// Writes the fixture (once per process) and returns its path.
+std::string fixture_path(const ValidFixture& f);
+std::string fixture_path(const InvalidFixture& f);
+
+// The base options of the invalid corpus on the "tiny" preset: L = 2, H = 2, D = 16, V = 272,
+// prefill_len 4, max_context 16, float32 cache, state repeated after logits.
+GraphOptions base_invalid_options();
+
+// Re-writes `source` with another spec: every weight tensor and embedded file is copied.
+void write_with_spec(const Program& source, const ProgramSpec& spec, const std::string& path);
+
+// The NumPy reference's greedy tokens for a prompt (cached on disk in the build tree).
+std::vector<int64_t> reference_greedy(const std::string& preset, const std::vector<int64_t>& prompt, int steps,
+                                      DType cache_dtype);
+
+// Greedy generation straight through an IOManager from start_pos 0: feeds the prompt, then
+// decodes up to `steps` tokens while the context has room. Throws Error on a failed step.
+std::vector<int64_t> greedy_generate(IOManager& io, const std::vector<int64_t>& prompt, int steps);
+
+}  // namespace hfstatic::contract
