@@ -754,7 +754,7 @@ class Parser {
         }
         e = std::move(x);
       } else if (is_op("(")) {
-        auto c = make(ExprKind::kCall, peek().pos);
+        auto c = make(ExprKind::kCall, e->pos);
         c->a = std::move(e);
         parse_call_args(*c);
         e = std::move(c);

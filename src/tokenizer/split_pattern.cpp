@@ -19,7 +19,7 @@ enum : uint8_t {
   kLower = 32,  // [\p{Ll}\p{Lm}\p{Lo}\p{M}]
 };
 
-uint8_t classify(char32_t cp) {
+uint8_t classify(char32_t cp, bool js_space) {
   if (cp < 0x80) {
     if ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z') return cp >= 'a' ? (kL | kLower) : (kL | kUpper);
     if (cp >= '0' && cp <= '9') return kN;
@@ -27,7 +27,10 @@ uint8_t classify(char32_t cp) {
     if (cp == ' ' || (cp >= 0x09 && cp <= 0x0D)) return kS;
     return 0;
   }
-  uint8_t f = u::is_whitespace(cp) ? kS : 0;
+  // \s is Unicode White_Space (Oniguruma). js_space: JavaScript's \s instead, which drops U+0085
+  // and adds U+FEFF.
+  const bool space = js_space ? ((u::is_whitespace(cp) && cp != 0x85) || cp == 0xFEFF) : u::is_whitespace(cp);
+  uint8_t f = space ? kS : 0;
   const u::Category c = u::category(cp);
   if (u::is_letter(c)) f |= kL;
   if (u::is_number(c)) f |= kN;
@@ -42,7 +45,7 @@ struct Text {
   std::vector<size_t> offset;  // byte offset of each code point, plus the end
   size_t n = 0;
 
-  void load(std::string_view s) {
+  void load(std::string_view s, bool js_space) {
     cp.clear();
     cls.clear();
     offset.clear();
@@ -53,7 +56,7 @@ struct Text {
       offset.push_back(static_cast<size_t>(p - s.data()));
       p += u::decode(p, end, c);
       cp.push_back(c);
-      cls.push_back(classify(c));
+      cls.push_back(classify(c, js_space));
     }
     offset.push_back(s.size());
     n = cp.size();
@@ -206,9 +209,9 @@ std::optional<SplitPattern> recognize_split_regex(std::string_view regex) {
 }
 
 void find_pattern_matches(SplitPattern pattern, std::string_view text,
-                          std::vector<std::pair<size_t, size_t>>& matches) {
+                          std::vector<std::pair<size_t, size_t>>& matches, bool js_space) {
   thread_local Text t;
-  t.load(text);
+  t.load(text, js_space);
   size_t i = 0;
   while (i < t.n) {
     size_t e = 0;

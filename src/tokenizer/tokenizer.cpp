@@ -420,7 +420,7 @@ void split_pieces(const PreTokenizer& p, Pieces& in, Pieces& out) {
     const std::string_view piece(out.buf.data() + b, e - b);
     matches.clear();
     if (p.regex) {
-      find_pattern_matches(*p.regex, piece, matches);
+      find_pattern_matches(*p.regex, piece, matches, p.js_space);
     } else {
       for (size_t pos = 0, hit; (hit = piece.find(p.literal, pos)) != std::string_view::npos; pos = hit + p.literal.size())
         matches.emplace_back(hit, hit + p.literal.size());
@@ -495,6 +495,7 @@ void byte_level_pieces(const PreTokenizer& p, Pieces& in, Pieces& out) {
     splitter.type = PreTokenizerType::kSplit;
     splitter.regex = SplitPattern::kGpt2;
     splitter.behavior = SplitBehavior::kIsolated;
+    splitter.js_space = true;
     split_pieces(splitter, in, split_tmp);
     src = &split_tmp;
   }
@@ -682,6 +683,61 @@ std::string read_file(const std::string& path) {
 // ---------------------------------------------------------------------------------------------
 // BPE
 
+namespace {
+
+struct MergeCandidate {
+  int32_t rank;
+  uint32_t pos;  // left symbol index
+  int32_t left, right;
+  bool operator>(const MergeCandidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+};
+
+}  // namespace
+
+void Tokenizer::Impl::merge_symbols(std::vector<int32_t>& syms) const {
+  const size_t n = syms.size();
+  thread_local std::vector<int32_t> prev, next;
+  thread_local std::vector<MergeCandidate> heap;
+  prev.resize(n);
+  next.resize(n);
+  heap.clear();
+  for (size_t i = 0; i < n; ++i) {
+    prev[i] = static_cast<int32_t>(i) - 1;
+    next[i] = i + 1 < n ? static_cast<int32_t>(i + 1) : -1;
+  }
+  const auto cmp = std::greater<MergeCandidate>();
+  auto push = [&](int32_t i) {
+    if (i < 0 || next[static_cast<size_t>(i)] < 0) return;
+    const int32_t a = syms[static_cast<size_t>(i)], b = syms[static_cast<size_t>(next[static_cast<size_t>(i)])];
+    int32_t rank, merged;
+    if (merges.find(a, b, rank, merged)) {
+      heap.push_back({rank, static_cast<uint32_t>(i), a, b});
+      std::push_heap(heap.begin(), heap.end(), cmp);
+    }
+  };
+  for (size_t i = 0; i + 1 < n; ++i) push(static_cast<int32_t>(i));
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), cmp);
+    const MergeCandidate c = heap.back();
+    heap.pop_back();
+    const auto i = static_cast<size_t>(c.pos);
+    if (syms[i] != c.left || next[i] < 0) continue;  // stale: symbol changed or removed
+    const auto j = static_cast<size_t>(next[i]);
+    if (syms[j] != c.right) continue;
+    int32_t rank, merged;
+    merges.find(c.left, c.right, rank, merged);
+    syms[i] = merged;
+    syms[j] = -1;
+    next[i] = next[j];
+    if (next[j] >= 0) prev[static_cast<size_t>(next[j])] = static_cast<int32_t>(i);
+    push(prev[i]);
+    push(static_cast<int32_t>(i));
+  }
+  size_t w = 0;
+  for (int32_t k = 0; k >= 0 && static_cast<size_t>(k) < n; k = next[static_cast<size_t>(k)]) syms[w++] = syms[static_cast<size_t>(k)];
+  syms.resize(w);
+}
+
 void Tokenizer::Impl::bpe_word(std::string_view word, std::vector<int32_t>& out) const {
   if (word.empty()) return;
   {
@@ -721,7 +777,8 @@ void Tokenizer::Impl::bpe_word(std::string_view word, std::vector<int32_t>& out)
       if (it != vocab.end()) {
         syms.push_back(it->second);
         last_unk = false;
-      } else if (byte_fallback && has_byte_fallback_ids) {
+      } else if (byte_fallback && has_byte_fallback_ids &&
+                 std::all_of(p, p + len, [&](char b) { return byte_fallback_ids[static_cast<unsigned char>(b)] >= 0; })) {
         for (size_t k = 0; k < len; ++k) syms.push_back(byte_fallback_ids[static_cast<unsigned char>(p[k])]);
         last_unk = false;
       } else if (unk_id) {
@@ -730,29 +787,9 @@ void Tokenizer::Impl::bpe_word(std::string_view word, std::vector<int32_t>& out)
       }
       p += len;
     }
-    // Merge the lowest-ranked adjacent pair (all its occurrences, left to right) until none is left.
-    while (syms.size() > 1) {
-      int32_t best_rank = INT32_MAX, best_merged = -1;
-      for (size_t i = 0; i + 1 < syms.size(); ++i) {
-        int32_t rank, merged;
-        if (merges.find(syms[i], syms[i + 1], rank, merged) && rank < best_rank) {
-          best_rank = rank;
-          best_merged = merged;
-        }
-      }
-      if (best_merged < 0) break;
-      size_t w = 0;
-      for (size_t i = 0; i < syms.size();) {
-        int32_t rank, merged;
-        if (i + 1 < syms.size() && merges.find(syms[i], syms[i + 1], rank, merged) && rank == best_rank) {
-          syms[w++] = merged;
-          i += 2;
-        } else {
-          syms[w++] = syms[i++];
-        }
-      }
-      syms.resize(w);
-    }
+    // Merge the lowest-ranked adjacent pair, leftmost first, one occurrence at a time (a merge
+    // can create a pair that ranks below other occurrences of the pair just merged).
+    if (syms.size() > 1) merge_symbols(syms);
   }
   out.insert(out.end(), syms.begin(), syms.end());
   std::lock_guard<std::mutex> lock(cache_mutex);
@@ -949,16 +986,12 @@ Tokenizer Tokenizer::from_json(const std::string& tokenizer_json, const std::str
   if (model.contains("dropout") && model["dropout"].is_number() && model["dropout"].get<double>() > 0)
     fail("tokenizer.json: model.dropout: BPE dropout is not supported");
   if (t.byte_fallback) {
-    t.has_byte_fallback_ids = true;
     for (int b = 0; b < 256; ++b) {
       char name[8];
       std::snprintf(name, sizeof(name), "<0x%02X>", b);
       auto it = t.vocab.find(std::string_view(name));
-      if (it == t.vocab.end()) {
-        t.has_byte_fallback_ids = false;
-        break;
-      }
-      t.byte_fallback_ids[b] = it->second;
+      t.byte_fallback_ids[b] = it == t.vocab.end() ? -1 : it->second;
+      t.has_byte_fallback_ids = t.has_byte_fallback_ids || it != t.vocab.end();
     }
   }
 

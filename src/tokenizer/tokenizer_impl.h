@@ -83,6 +83,7 @@ struct PreTokenizer {
   std::string literal;
   SplitBehavior behavior = SplitBehavior::kIsolated;
   bool invert = false;
+  bool js_space = false;  // ByteLevel's built-in pattern uses JavaScript \s (reference parity)
   // Metaspace
   std::string replacement;
   PrependScheme prepend_scheme = PrependScheme::kAlways;
@@ -154,6 +155,7 @@ struct Tokenizer::Impl {
   mutable std::unordered_map<std::string, std::vector<int32_t>, tokenizer::StringHash, std::equal_to<>> cache;
 
   void bpe_word(std::string_view word, std::vector<int32_t>& out) const;
+  void merge_symbols(std::vector<int32_t>& syms) const;
   void encode_section(std::string_view text, bool first_section, std::vector<int32_t>& out) const;
   std::string decode(const std::vector<int32_t>& ids, bool skip_special) const;
 };

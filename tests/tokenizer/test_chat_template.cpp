@@ -23,7 +23,7 @@ std::string render_error(const std::string& tpl, const ordered_json& ctx = order
 }
 
 TEST(ChatTemplate, ExpressionsFiltersAndTests) {
-  EXPECT_EQ(render("{{ 'a' ~ 1 + 2 }}"), "a3");
+  EXPECT_EQ(render("{{ 'a' ~ (1 + 2) }}{{ 'b' ~ 3 * 2 }}"), "a3b6");
   EXPECT_EQ(render("{{ ' x '|trim ~ '|' }}"), "x|");
   EXPECT_EQ(render("{{ [1,2,3]|length }} {{ 'héllo'|length }}"), "3 5");
   EXPECT_EQ(render("{{ x is defined }} {{ y is not defined }}", {{"x", 1}}), "True True");

@@ -9,6 +9,7 @@
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
+#include "util/error.h"
 
 namespace hfstatic {
 namespace {
@@ -158,6 +159,21 @@ TEST(TokenizerParity, ChatTemplatesMatchHuggingFaceJinja) {
     const std::string family = c["family"], conv = c["conversation"];
     auto& [ok, n] = per_family[family];
     ++n;
+    // Known divergence of the JS reference from Python Jinja2 (what transformers uses):
+    // `selectattr("tool_calls", "undefined")` keeps nothing in @huggingface/jinja, so the Mistral
+    // Nemo template's alternation check never runs there. Jinja2 keeps messages without
+    // tool_calls and raises; we follow Jinja2.
+    if (family == "mistral_nemo" && conv == "bad_alternation") {
+      try {
+        render_chat_template(c["template"].get<std::string>(), c["context"]);
+        ADD_FAILURE() << "mistral_nemo bad_alternation: expected the template's alternation error";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("roles must alternate"), std::string::npos) << e.what();
+      }
+      std::printf("chat parity: mistral_nemo bad_alternation follows Jinja2 (reference renders: %s)\n",
+                  c["expected"].dump().c_str());
+      continue;
+    }
     if (!c["error"].is_null()) {
       try {
         render_chat_template(c["template"].get<std::string>(), c["context"]);

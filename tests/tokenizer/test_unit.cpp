@@ -38,9 +38,10 @@ TEST(TokenizerUnit, TinyByteLevelBpeEncodesByConstruction) {
 TEST(TokenizerUnit, SpecialTokensCanBeTreatedAsText) {
   const Tokenizer t = Tokenizer::from_json(test::tiny_tokenizer_json(), "");
   EXPECT_EQ(t.encode("hello<|end|>hello", false), (V{11, 13, 11}));
-  // Not parsed: '<', '|' ... are not in the tiny vocabulary (no unk), so only "hello"s remain,
-  // and the non-special added token is still recognised.
-  EXPECT_EQ(t.encode("hello<|end|>hello", false, false), (V{11, 11}));
+  // Not parsed: pieces "hello" "<|" "end" "|>" "hello"; '<', '|', '>' and 'n' are not in the
+  // tiny vocabulary (which has no unk), so "end" leaves e, d. The non-special added token is
+  // still recognised.
+  EXPECT_EQ(t.encode("hello<|end|>hello", false, false), (V{11, 1, 7, 11}));
   EXPECT_EQ(t.encode("hello<extra>hello", false, false), (V{11, 15, 11}));
 }
 
