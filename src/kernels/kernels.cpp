@@ -3,11 +3,18 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "kernels/isa.h"
 #include "kernels/parallel.h"
+#include "kernels/simd_common.h"
 
 namespace hfstatic::kernels {
+
+// ---- portable scalar kernels: the fallback and the reference of the SIMD tests ---------------
+namespace scalar {
 
 void load_row(const void* src, DType type, int64_t n, float* dst) {
   switch (type) {
@@ -155,5 +162,192 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
 void add(const float* a, const float* b, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
+
+double fma_probe(int64_t iters) {
+  float a[8] = {0, 1e-3f, 2e-3f, 3e-3f, 4e-3f, 5e-3f, 6e-3f, 7e-3f};
+  for (int64_t it = 0; it < iters; ++it) {
+    for (int i = 0; i < 8; ++i) a[i] = a[i] * 0.999999f + 1e-7f;
+    __asm__ volatile("" : "+m"(a));
+  }
+  volatile float sink = a[0] + a[7];
+  (void)sink;
+  return double(iters) * 8 * 2;
+}
+
+const KernelTable table = {load_row, store_row, linear, rms_norm, rope, attention, silu_mul, add, fma_probe};
+
+}  // namespace scalar
+
+#ifdef HFSTATIC_X86_SIMD  // set by CMakeLists.txt when simd_*.cpp are built
+namespace avx2 {
+extern const KernelTable table;
+}
+namespace avx512 {
+extern const KernelTable table;
+}
+#endif
+
+// ---- dispatch --------------------------------------------------------------------------------
+
+namespace {
+
+bool cpu_has(Isa isa) {
+#ifdef HFSTATIC_X86_SIMD
+  __builtin_cpu_init();
+  switch (isa) {
+    case Isa::Scalar: return true;
+    case Isa::Avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    case Isa::Avx512:
+      return cpu_has(Isa::Avx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  }
+  return false;
+#else
+  return isa == Isa::Scalar;
+#endif
+}
+
+Isa detect_best() {
+  Isa cap = Isa::Avx512;
+  if (const char* env = std::getenv("HFSTATIC_ISA")) {
+    std::string v(env);
+    if (v == "scalar") cap = Isa::Scalar;
+    else if (v == "avx2") cap = Isa::Avx2;
+  }
+  for (Isa isa : {Isa::Avx512, Isa::Avx2})
+    if (int(isa) <= int(cap) && cpu_has(isa)) return isa;
+  return Isa::Scalar;
+}
+
+struct Active {
+  Isa isa;
+  const KernelTable* table;
+  Active() : isa(detect_best()), table(kernel_table(isa)) {}
+};
+
+Active& active() {
+  static Active a;
+  return a;
+}
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Scalar: return "scalar";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+bool isa_supported(Isa isa) {
+  static const bool supported[3] = {true, cpu_has(Isa::Avx2), cpu_has(Isa::Avx512)};
+  return supported[int(isa)];
+}
+
+Isa best_isa() {
+  static const Isa best = detect_best();
+  return best;
+}
+
+const KernelTable* kernel_table(Isa isa) {
+  if (!isa_supported(isa)) return nullptr;
+  switch (isa) {
+    case Isa::Scalar: return &scalar::table;
+#ifdef HFSTATIC_X86_SIMD
+    case Isa::Avx2: return &avx2::table;
+    case Isa::Avx512: return &avx512::table;
+#else
+    default: return nullptr;
+#endif
+  }
+  return nullptr;
+}
+
+Isa active_isa() { return active().isa; }
+
+Isa set_active_isa(Isa isa) {
+  while (!isa_supported(isa)) isa = Isa(int(isa) - 1);
+  active().isa = isa;
+  active().table = kernel_table(isa);
+  return isa;
+}
+
+void load_row(const void* src, DType type, int64_t n, float* dst) { active().table->load_row(src, type, n, dst); }
+void store_row(const float* src, int64_t n, void* dst, DType type) { active().table->store_row(src, n, dst, type); }
+void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_type, int64_t out, const void* bias,
+            DType bias_type, float* y) {
+  active().table->linear(x, rows, in, w, w_type, out, bias, bias_type, y);
+}
+void rms_norm(const float* x, int64_t rows, int64_t n, const void* w, DType w_type, float eps, float* y) {
+  active().table->rms_norm(x, rows, n, w, w_type, eps, y);
+}
+void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int64_t* positions, const float* inv_freq) {
+  active().table->rope(x, rows, heads, head_dim, positions, inv_freq);
+}
+void attention(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, const void* k_cache,
+               const void* v_cache, DType cache_type, int64_t max_context, const float* mask, float scale, float* out) {
+  active().table->attention(q, rows, n_heads, n_kv_heads, head_dim, k_cache, v_cache, cache_type, max_context, mask, scale,
+                            out);
+}
+void silu_mul(const float* gate, const float* up, int64_t n, float* out) { active().table->silu_mul(gate, up, n, out); }
+void add(const float* a, const float* b, int64_t n, float* out) { active().table->add(a, b, n, out); }
+
+// ---- helpers of the SIMD translation units ---------------------------------------------------
+
+namespace detail {
+
+float* scratch(int slot, size_t floats) {
+  struct Slot {
+    std::unique_ptr<float[], void (*)(float*)> data{nullptr, [](float* p) { std::free(p); }};
+    size_t capacity = 0;
+  };
+  thread_local Slot slots[8];
+  Slot& s = slots[slot];
+  if (s.capacity < floats) {
+    size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
+    float* p = static_cast<float*>(std::aligned_alloc(64, bytes));
+    if (!p) throw std::bad_alloc();
+    s.data.reset(p);
+    s.capacity = floats;
+  }
+  return s.data.get();
+}
+
+const float* RopeTable::cos(const int64_t* positions, int64_t rows, const float* inv_freq, int64_t half) {
+  const bool same = rows == rows_ && half == half_ && std::memcmp(pos_.get(), positions, size_t(rows) * 8) == 0 &&
+                    std::memcmp(inv_.get(), inv_freq, size_t(half) * 4) == 0;
+  if (same) return cos_.get();
+  if (rows * half > capacity_ || !pos_ || rows > rows_capacity_ || half > half_capacity_) {
+    capacity_ = std::max(rows * half, capacity_);
+    rows_capacity_ = std::max(rows, rows_capacity_);
+    half_capacity_ = std::max(half, half_capacity_);
+    cos_.reset(new float[size_t(capacity_)]);
+    sin_.reset(new float[size_t(capacity_)]);
+    pos_.reset(new int64_t[size_t(rows_capacity_)]);
+    inv_.reset(new float[size_t(half_capacity_)]);
+  }
+  rows_ = rows;
+  half_ = half;
+  std::memcpy(pos_.get(), positions, size_t(rows) * 8);
+  std::memcpy(inv_.get(), inv_freq, size_t(half) * 4);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < half; ++i) {
+      // Angles in double: positions up to the context length times the highest frequency.
+      double angle = double(positions[r]) * double(inv_freq[i]);
+      cos_[r * half + i] = float(std::cos(angle));
+      sin_[r * half + i] = float(std::sin(angle));
+    }
+  return cos_.get();
+}
+
+RopeTable& rope_table() {
+  thread_local RopeTable table;
+  return table;
+}
+
+}  // namespace detail
 
 }  // namespace hfstatic::kernels

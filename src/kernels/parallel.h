@@ -12,6 +12,9 @@ class ThreadPool;
 // current thread pool; `grain` is the smallest range worth a task.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
+// Threads a parallel_for issued here would use (1 inside a job or without a pool).
+int parallel_threads();
+
 // Installs `pool` for parallel_for calls made on this thread while the guard lives.
 class ScopedThreadPool {
  public:

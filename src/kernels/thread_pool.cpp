@@ -1,19 +1,37 @@
 #include "kernels/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "kernels/parallel.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define HFSTATIC_PAUSE() _mm_pause()
+#else
+#define HFSTATIC_PAUSE() std::this_thread::yield()
+#endif
 
 namespace hfstatic {
 
 namespace {
 thread_local ThreadPool* current_pool = nullptr;
+thread_local bool inside_job = false;  // set while a thread runs a chunk of a parallel range
+
+// How long an idle worker spins before sleeping: long enough to bridge the gap between two
+// parallel regions of one method run, short enough not to burn a core between runs.
+constexpr auto kSpin = std::chrono::microseconds(2000);
 
 std::pair<int64_t, int64_t> chunk_range(int64_t n, int chunks, int index) {
   int64_t base = n / chunks, extra = n % chunks;
   int64_t begin = index * base + std::min<int64_t>(index, extra);
   return {begin, begin + base + (index < extra ? 1 : 0)};
 }
+
+struct JobScope {
+  JobScope() { inside_job = true; }
+  ~JobScope() { inside_job = false; }
+};
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
@@ -23,7 +41,8 @@ ThreadPool::ThreadPool(int threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+    stopping_.store(true, std::memory_order_release);
+    generation_.fetch_add(1, std::memory_order_release);
   }
   start_cv_.notify_all();
   for (auto& w : workers_) w.join();
@@ -34,47 +53,70 @@ int ThreadPool::hardware_threads() { return std::max(1u, std::thread::hardware_c
 void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   int chunks = int(std::min<int64_t>(threads(), std::max<int64_t>(1, n / std::max<int64_t>(1, grain))));
-  if (chunks <= 1) {
+  if (chunks <= 1 || inside_job) {
     fn(0, n);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    job_n_ = n;
-    job_chunks_ = chunks;
-    pending_ = chunks - 1;
-    ++generation_;
+  std::unique_lock<std::mutex> run_lock(run_mutex_, std::try_to_lock);
+  if (!run_lock.owns_lock()) {  // another thread is using the pool
+    fn(0, n);
+    return;
   }
-  start_cv_.notify_all();
-  auto [b, e] = chunk_range(n, chunks, 0);
-  fn(b, e);
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_cv_.wait(lock, [this] { return pending_ == 0; });
+  job_ = &fn;
+  job_n_ = n;
+  job_chunks_ = chunks;
+  // Every worker acknowledges every job (those without a chunk too), so none can still be
+  // reading this job's fields when the next one is posted.
+  pending_.store(threads() - 1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleeping_.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard<std::mutex> lock(mutex_);  // pairs with the sleeper's check under mutex_
+    start_cv_.notify_all();
+  }
+  {
+    JobScope scope;
+    auto [b, e] = chunk_range(n, chunks, 0);
+    fn(b, e);
+  }
+  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < 4096) HFSTATIC_PAUSE();
+    else std::this_thread::yield();  // a worker may be descheduled (more threads than cores)
+  }
   job_ = nullptr;
 }
 
 void ThreadPool::worker_loop(int index) {
-  uint64_t seen = 0;
+  uint64_t seen = 0;  // the generation when the pool was made: a job posted before this thread
+                      // first runs is still seen as new
   while (true) {
-    const std::function<void(int64_t, int64_t)>* job;
-    int64_t n;
-    int chunks;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      start_cv_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-      if (stopping_) return;
-      seen = generation_;
-      job = job_;
-      n = job_n_;
-      chunks = job_chunks_;
+    uint64_t g = generation_.load(std::memory_order_acquire);
+    if (g == seen) {
+      auto until = std::chrono::steady_clock::now() + kSpin;
+      int spins = 0;
+      while ((g = generation_.load(std::memory_order_acquire)) == seen) {
+        if (++spins < 4096) {
+          HFSTATIC_PAUSE();
+          continue;
+        }
+        std::this_thread::yield();  // let a descheduled thread of the same job run
+        if (std::chrono::steady_clock::now() > until) break;
+      }
+      if (g == seen) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        sleeping_.fetch_add(1, std::memory_order_seq_cst);
+        start_cv_.wait(lock, [&] { return stopping_.load() || generation_.load(std::memory_order_seq_cst) != seen; });
+        sleeping_.fetch_sub(1, std::memory_order_relaxed);
+        g = generation_.load(std::memory_order_acquire);
+      }
     }
-    if (index < chunks) {
-      auto [b, e] = chunk_range(n, chunks, index);
-      (*job)(b, e);
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_cv_.notify_one();
+    seen = g;
+    if (stopping_.load(std::memory_order_acquire)) return;
+    if (index < job_chunks_) {
+      JobScope scope;
+      auto [b, e] = chunk_range(job_n_, job_chunks_, index);
+      (*job_)(b, e);
     }
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -85,6 +127,8 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     fn(0, n);
   }
 }
+
+int parallel_threads() { return current_pool && !inside_job ? current_pool->threads() : 1; }
 
 ScopedThreadPool::ScopedThreadPool(ThreadPool* pool) : previous_(current_pool) { current_pool = pool; }
 ScopedThreadPool::~ScopedThreadPool() { current_pool = previous_; }

@@ -1,0 +1,99 @@
+// AVX2 + FMA + F16C kernels (8 float lanes). Compiled for the baseline target; every function
+// below the pragma carries the target attribute and runs only after a CPU check.
+#include <immintrin.h>
+
+#include "kernels/simd_common.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace hfstatic::kernels::avx2 {
+
+struct S {
+  using V = __m256;
+  static constexpr int W = 8;
+  static constexpr int MR = 6;  // matrix-multiply tile: MR output features x 2 vectors of rows
+
+  static V zero() { return _mm256_setzero_ps(); }
+  static V set1(float a) { return _mm256_set1_ps(a); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static V load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static V load_bf16(const uint16_t* p) {
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+  }
+  template <typename T>
+  static V load_n(const T* p, int n, V (*full)(const T*)) {
+    alignas(32) T t[W] = {};
+    for (int i = 0; i < n; ++i) t[i] = p[i];
+    return full(t);
+  }
+  static V load_n(const float* p, int n) { return load_n<float>(p, n, load); }
+  static V load_f16_n(const uint16_t* p, int n) { return load_n<uint16_t>(p, n, load_f16); }
+  static V load_bf16_n(const uint16_t* p, int n) { return load_n<uint16_t>(p, n, load_bf16); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static void store_n(float* p, V v, int n) {
+    alignas(32) float t[W];
+    _mm256_store_ps(t, v);
+    for (int i = 0; i < n; ++i) p[i] = t[i];
+  }
+  static void store_f16(uint16_t* p, V v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static void store_f16_n(uint16_t* p, V v, int n) {
+    alignas(16) uint16_t t[W];
+    _mm_store_si128(reinterpret_cast<__m128i*>(t), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    for (int i = 0; i < n; ++i) p[i] = t[i];
+  }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static float reduce_add(V v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  // e^x with Cephes' polynomial (about 1 ulp); exactly 0 below -87.33 (and for -inf).
+  static V exp(V x) {
+    const V valid = _mm256_cmp_ps(x, set1(-87.3365447504f), _CMP_GE_OQ);
+    x = _mm256_max_ps(_mm256_min_ps(x, set1(88.0f)), set1(-87.3365447504f));
+    V fx = _mm256_round_ps(mul(x, set1(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    x = _mm256_fnmadd_ps(fx, set1(0.693359375f), x);
+    x = _mm256_fnmadd_ps(fx, set1(-2.12194440e-4f), x);
+    V y = set1(1.9875691500E-4f);
+    y = fma(y, x, set1(1.3981999507E-3f));
+    y = fma(y, x, set1(8.3334519073E-3f));
+    y = fma(y, x, set1(4.1665795894E-2f));
+    y = fma(y, x, set1(1.6666665459E-1f));
+    y = fma(y, x, set1(5.0000001201E-1f));
+    y = fma(y, mul(x, x), add(x, set1(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(mul(y, _mm256_castsi256_ps(e)), valid);
+  }
+  static double fma_probe(int64_t iters) {
+    V a[12];
+    for (int i = 0; i < 12; ++i) a[i] = set1(float(i) * 1e-3f);
+    const V m = set1(0.999999f), c = set1(1e-7f);
+    for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+      for (int i = 0; i < 12; ++i) a[i] = fma(a[i], m, c);
+      __asm__ volatile("" : "+x"(a[0]), "+x"(a[1]), "+x"(a[2]), "+x"(a[3]), "+x"(a[4]), "+x"(a[5]));
+      __asm__ volatile("" : "+x"(a[6]), "+x"(a[7]), "+x"(a[8]), "+x"(a[9]), "+x"(a[10]), "+x"(a[11]));
+    }
+    V s = a[0];
+    for (int i = 1; i < 12; ++i) s = add(s, a[i]);
+    volatile float sink = reduce_add(s);
+    (void)sink;
+    return double(iters) * 12 * W * 2;
+  }
+};
+
+#include "kernels/simd_impl.inc"
+
+}  // namespace hfstatic::kernels::avx2
+
+#pragma GCC pop_options

@@ -1,0 +1,89 @@
+// AVX-512 (F, BW, DQ, VL) kernels (16 float lanes). Compiled for the baseline target; every
+// function below the pragma carries the target attribute and runs only after a CPU check.
+// GCC 12 reports its own _mm512_undefined_* helpers as maybe-uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include "kernels/simd_common.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")
+
+namespace hfstatic::kernels::avx512 {
+
+struct S {
+  using V = __m512;
+  static constexpr int W = 16;
+  static constexpr int MR = 12;  // matrix-multiply tile: MR output features x 2 vectors of rows
+
+  static __mmask16 mask(int n) { return __mmask16((1u << n) - 1); }
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float a) { return _mm512_set1_ps(a); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static V load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static V load_bf16(const uint16_t* p) {
+    __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+  }
+  static V load_n(const float* p, int n) { return _mm512_maskz_loadu_ps(mask(n), p); }
+  static V load_f16_n(const uint16_t* p, int n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask(n), p)); }
+  static V load_bf16_n(const uint16_t* p, int n) {
+    __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask(n), p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+  }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static void store_n(float* p, V v, int n) { _mm512_mask_storeu_ps(p, mask(n), v); }
+  static void store_f16(uint16_t* p, V v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static void store_f16_n(uint16_t* p, V v, int n) {
+    _mm256_mask_storeu_epi16(p, mask(n), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm512_div_ps(a, b); }
+  static V max(V a, V b) { return _mm512_max_ps(a, b); }
+  static float reduce_add(V v) { return _mm512_reduce_add_ps(v); }
+  // e^x with Cephes' polynomial (about 1 ulp); exactly 0 below -87.33 (and for -inf).
+  static V exp(V x) {
+    const __mmask16 valid = _mm512_cmp_ps_mask(x, set1(-87.3365447504f), _CMP_GE_OQ);
+    x = _mm512_max_ps(_mm512_min_ps(x, set1(88.0f)), set1(-87.3365447504f));
+    V fx = _mm512_roundscale_ps(mul(x, set1(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    x = _mm512_fnmadd_ps(fx, set1(0.693359375f), x);
+    x = _mm512_fnmadd_ps(fx, set1(-2.12194440e-4f), x);
+    V y = set1(1.9875691500E-4f);
+    y = fma(y, x, set1(1.3981999507E-3f));
+    y = fma(y, x, set1(8.3334519073E-3f));
+    y = fma(y, x, set1(4.1665795894E-2f));
+    y = fma(y, x, set1(1.6666665459E-1f));
+    y = fma(y, x, set1(5.0000001201E-1f));
+    y = fma(y, mul(x, x), add(x, set1(1.0f)));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fx), _mm512_set1_epi32(127)), 23);
+    return _mm512_maskz_mov_ps(valid, mul(y, _mm512_castsi512_ps(e)));
+  }
+  static double fma_probe(int64_t iters) {
+    V a[12];
+    for (int i = 0; i < 12; ++i) a[i] = set1(float(i) * 1e-3f);
+    const V m = set1(0.999999f), c = set1(1e-7f);
+    for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+      for (int i = 0; i < 12; ++i) a[i] = fma(a[i], m, c);
+      __asm__ volatile("" : "+v"(a[0]), "+v"(a[1]), "+v"(a[2]), "+v"(a[3]), "+v"(a[4]), "+v"(a[5]));
+      __asm__ volatile("" : "+v"(a[6]), "+v"(a[7]), "+v"(a[8]), "+v"(a[9]), "+v"(a[10]), "+v"(a[11]));
+    }
+    V s = a[0];
+    for (int i = 1; i < 12; ++i) s = add(s, a[i]);
+    volatile float sink = reduce_add(s);
+    (void)sink;
+    return double(iters) * 12 * W * 2;
+  }
+};
+
+#include "kernels/simd_impl.inc"
+
+}  // namespace hfstatic::kernels::avx512
+
+#pragma GCC pop_options

@@ -1,0 +1,44 @@
+// Shared by the SIMD kernel translation units; included before their target pragmas so that
+// everything declared here is compiled for the baseline target.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include "kernels/isa.h"
+#include "kernels/parallel.h"
+#include "util/dtype.h"
+
+namespace hfstatic::kernels::detail {
+
+// A per-thread, 64-byte aligned scratch buffer that only grows. slot separates buffers that a
+// kernel needs at the same time.
+float* scratch(int slot, size_t floats);
+
+inline float scalar_at(const void* p, DType t, int64_t i) {
+  switch (t) {
+    case DType::F32: return static_cast<const float*>(p)[i];
+    case DType::F16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    default: return 0.0f;
+  }
+}
+
+// The rotary table of the last call on this thread, reused while positions and frequencies
+// repeat (every layer of a method run rotates q and k at the same positions).
+struct RopeTable {
+  const float* cos(const int64_t* positions, int64_t rows, const float* inv_freq, int64_t half);
+  const float* sin() const { return sin_.get(); }
+
+ private:
+  std::unique_ptr<float[]> cos_, sin_, inv_;
+  std::unique_ptr<int64_t[]> pos_;
+  int64_t rows_ = -1, half_ = -1, capacity_ = 0, rows_capacity_ = 0, half_capacity_ = 0;
+};
+RopeTable& rope_table();
+
+}  // namespace hfstatic::kernels::detail

@@ -1,0 +1,299 @@
+// Every SIMD kernel against the portable scalar kernel: random shapes with tails that are not a
+// multiple of the vector width, every weight dtype, both cache dtypes, 1 and 2 threads, fully
+// masked attention rows. Also checks the public dispatching entry points.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/isa.h"
+#include "kernels/kernels.h"
+#include "kernels/parallel.h"
+#include "kernels/thread_pool.h"
+
+namespace hfstatic::kernels {
+namespace {
+
+const float kNegInf = -std::numeric_limits<float>::infinity();
+
+std::vector<Isa> simd_isas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::Avx2, Isa::Avx512})
+    if (isa_supported(isa)) out.push_back(isa);
+  return out;
+}
+
+std::string label(Isa isa, int threads) { return std::string(isa_name(isa)) + " threads=" + std::to_string(threads); }
+
+std::vector<float> random_floats(std::mt19937& rng, size_t n, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Values stored as `type` (bytes), and the float32 they represent.
+struct Stored {
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;
+};
+
+Stored stored(std::mt19937& rng, size_t n, DType type, float lo = -1.0f, float hi = 1.0f) {
+  Stored s;
+  s.values = random_floats(rng, n, lo, hi);
+  s.bytes.resize(n * dtype_size(type));
+  convert_floats(s.values.data(), DType::F32, s.bytes.data(), type, n);
+  convert_floats(s.bytes.data(), type, s.values.data(), DType::F32, n);
+  return s;
+}
+
+// Runs fn with a pool of `threads` installed (none for 1).
+template <typename Fn>
+void with_threads(int threads, Fn fn) {
+  if (threads <= 1) {
+    fn();
+    return;
+  }
+  ThreadPool pool(threads);
+  ScopedThreadPool scope(&pool);
+  fn();
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::vector<float>& scale, float rel,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float tol = rel * (scale.empty() ? std::max(1.0f, std::fabs(want[i])) : scale[i]);
+    ASSERT_NEAR(got[i], want[i], tol) << what << " at " << i;
+  }
+}
+
+const DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16};
+const int kThreads[] = {1, 2};
+
+TEST(Kernels, DispatchSelectsASupportedIsa) {
+  EXPECT_TRUE(isa_supported(Isa::Scalar));
+  EXPECT_TRUE(isa_supported(active_isa()));
+  EXPECT_NE(kernel_table(Isa::Scalar), nullptr);
+  for (Isa isa : {Isa::Avx2, Isa::Avx512}) EXPECT_EQ(kernel_table(isa) != nullptr, isa_supported(isa));
+  const Isa before = active_isa();
+  EXPECT_EQ(set_active_isa(Isa::Scalar), Isa::Scalar);
+  EXPECT_EQ(active_isa(), Isa::Scalar);
+  set_active_isa(before);
+  EXPECT_EQ(active_isa(), before);
+}
+
+TEST(Kernels, LoadAndStoreRowsAreExact) {
+  std::mt19937 rng(1);
+  const auto& ref = *kernel_table(Isa::Scalar);
+  for (Isa isa : simd_isas()) {
+    const auto& k = *kernel_table(isa);
+    for (int64_t n : {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100}) {
+      for (DType t : kWeightTypes) {
+        Stored s = stored(rng, size_t(n), t, -70000.0f, 70000.0f);
+        std::vector<float> a(size_t(n) + 32, 7.0f), b(size_t(n) + 32, 7.0f);
+        k.load_row(s.bytes.data(), t, n, a.data());
+        ref.load_row(s.bytes.data(), t, n, b.data());
+        a.resize(static_cast<size_t>(n));
+        b.resize(static_cast<size_t>(n));
+        EXPECT_EQ(a, b) << isa_name(isa) << " load " << dtype_name(t) << " n=" << n;
+      }
+      for (DType t : {DType::F32, DType::F16}) {
+        // Includes values past the float16 range and values that round to even.
+        std::vector<float> src = random_floats(rng, size_t(n), -70000.0f, 70000.0f);
+        if (n > 2) src[1] = 1.0f + 1.0f / 2048.0f, src[2] = 1e-6f;
+        std::vector<uint8_t> a(size_t(n) * dtype_size(t) + 64, 0xab), b(a);
+        k.store_row(src.data(), n, a.data(), t);
+        ref.store_row(src.data(), n, b.data(), t);
+        EXPECT_EQ(a, b) << isa_name(isa) << " store " << dtype_name(t) << " n=" << n;
+      }
+    }
+  }
+}
+
+TEST(Kernels, LinearMatchesScalar) {
+  std::mt19937 rng(2);
+  const auto& ref = *kernel_table(Isa::Scalar);
+  struct Shape {
+    int64_t rows, in, out;
+  };
+  const Shape shapes[] = {{1, 1, 1},   {1, 17, 5},   {1, 64, 40},  {2, 33, 7},   {3, 100, 13}, {4, 16, 16},
+                          {5, 31, 3},  {7, 130, 29}, {16, 64, 24}, {33, 65, 17}, {70, 200, 37}, {128, 96, 50},
+                          {1, 1000, 9}, {9, 257, 1}};
+  for (const Shape& s : shapes) {
+    for (DType wt : kWeightTypes) {
+      for (int bias_kind = 0; bias_kind < 4; ++bias_kind) {
+        const DType bt = bias_kind == 0 ? DType::F32 : kWeightTypes[bias_kind - 1];
+        Stored w = stored(rng, size_t(s.out * s.in), wt);
+        Stored b = stored(rng, size_t(s.out), bt);
+        std::vector<float> x = random_floats(rng, size_t(s.rows * s.in));
+        const void* bias = bias_kind == 0 ? nullptr : b.bytes.data();
+        std::vector<float> want(size_t(s.rows * s.out));
+        ref.linear(x.data(), s.rows, s.in, w.bytes.data(), wt, s.out, bias, bt, want.data());
+        // Tolerance from the magnitude of the terms of each dot product.
+        std::vector<float> scale(want.size());
+        for (int64_t r = 0; r < s.rows; ++r)
+          for (int64_t o = 0; o < s.out; ++o) {
+            double m = 1;
+            for (int64_t i = 0; i < s.in; ++i) m += std::fabs(double(x[size_t(r * s.in + i)]) * w.values[size_t(o * s.in + i)]);
+            scale[size_t(r * s.out + o)] = float(m);
+          }
+        for (Isa isa : simd_isas())
+          for (int threads : kThreads) {
+            std::vector<float> got(want.size(), 12345.0f);
+            with_threads(threads, [&] {
+              kernel_table(isa)->linear(x.data(), s.rows, s.in, w.bytes.data(), wt, s.out, bias, bt, got.data());
+            });
+            expect_close(got, want, scale, 2e-6f,
+                         label(isa, threads) + " linear " + dtype_name(wt) + " rows=" + std::to_string(s.rows) +
+                             " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out) +
+                             " bias=" + std::to_string(bias_kind));
+          }
+      }
+    }
+  }
+}
+
+TEST(Kernels, RmsNormMatchesScalar) {
+  std::mt19937 rng(3);
+  const auto& ref = *kernel_table(Isa::Scalar);
+  for (int64_t rows : {1, 3, 70, 129})
+    for (int64_t n : {1, 5, 16, 17, 64, 100, 576})
+      for (DType wt : kWeightTypes) {
+        Stored w = stored(rng, size_t(n), wt, 0.5f, 1.5f);
+        std::vector<float> x = random_floats(rng, size_t(rows * n), -3.0f, 3.0f);
+        std::vector<float> want(x.size());
+        ref.rms_norm(x.data(), rows, n, w.bytes.data(), wt, 1e-6f, want.data());
+        for (Isa isa : simd_isas())
+          for (int threads : kThreads) {
+            std::vector<float> got(x.size());
+            with_threads(threads, [&] { kernel_table(isa)->rms_norm(x.data(), rows, n, w.bytes.data(), wt, 1e-6f, got.data()); });
+            expect_close(got, want, {}, 2e-6f, label(isa, threads) + " rms_norm n=" + std::to_string(n));
+          }
+      }
+}
+
+TEST(Kernels, RopeMatchesScalar) {
+  std::mt19937 rng(4);
+  const auto& ref = *kernel_table(Isa::Scalar);
+  for (int64_t head_dim : {2, 6, 16, 34, 64, 128})
+    for (int64_t rows : {1, 5, 40}) {
+      const int64_t heads = 3, half = head_dim / 2;
+      std::vector<float> inv(static_cast<size_t>(half));
+      for (int64_t i = 0; i < half; ++i) inv[size_t(i)] = float(1.0 / std::pow(10000.0, double(2 * i) / double(head_dim)));
+      std::vector<int64_t> pos(static_cast<size_t>(rows));
+      for (int64_t r = 0; r < rows; ++r) pos[size_t(r)] = (r * 37 + 5) % 500;
+      std::vector<float> x = random_floats(rng, size_t(rows * heads * head_dim));
+      std::vector<float> want = x;
+      ref.rope(want.data(), rows, heads, head_dim, pos.data(), inv.data());
+      for (Isa isa : simd_isas())
+        for (int threads : kThreads)
+          for (int rep = 0; rep < 2; ++rep) {  // the second call reuses the cached table
+            std::vector<float> got = x;
+            with_threads(threads, [&] { kernel_table(isa)->rope(got.data(), rows, heads, head_dim, pos.data(), inv.data()); });
+            expect_close(got, want, {}, 1e-6f, label(isa, threads) + " rope head_dim=" + std::to_string(head_dim));
+          }
+      // Different positions with the same frequencies must not reuse the table.
+      for (auto& p : pos) p += 1;
+      std::vector<float> want2 = x, got2 = x;
+      ref.rope(want2.data(), rows, heads, head_dim, pos.data(), inv.data());
+      for (Isa isa : simd_isas()) {
+        got2 = x;
+        kernel_table(isa)->rope(got2.data(), rows, heads, head_dim, pos.data(), inv.data());
+        expect_close(got2, want2, {}, 1e-6f, std::string(isa_name(isa)) + " rope after position change");
+      }
+    }
+}
+
+TEST(Kernels, AttentionMatchesScalar) {
+  std::mt19937 rng(5);
+  const auto& ref = *kernel_table(Isa::Scalar);
+  struct Case {
+    int64_t rows, n_heads, n_kv_heads, head_dim, context;
+  };
+  const Case cases[] = {{1, 4, 2, 16, 33}, {3, 3, 3, 5, 7},    {9, 6, 1, 64, 40}, {1, 9, 3, 64, 512},
+                        {5, 2, 1, 72, 1},  {16, 14, 2, 64, 64}, {2, 4, 4, 128, 19}, {4, 2, 2, 17, 50}};
+  for (const Case& c : cases)
+    for (DType ct : {DType::F32, DType::F16}) {
+      const size_t cache_n = size_t(c.n_kv_heads * c.context * c.head_dim);
+      Stored kc = stored(rng, cache_n, ct, -2.0f, 2.0f), vc = stored(rng, cache_n, ct);
+      std::vector<float> q = random_floats(rng, size_t(c.rows * c.n_heads * c.head_dim), -2.0f, 2.0f);
+      // Causal masks at random offsets, random holes, and a fully masked last row.
+      std::vector<float> mask(size_t(c.rows * c.context), kNegInf);
+      std::uniform_int_distribution<int64_t> start(0, c.context - 1);
+      for (int64_t r = 0; r < c.rows; ++r) {
+        if (r == c.rows - 1 && c.rows > 1) continue;
+        const int64_t visible = std::min<int64_t>(c.context, start(rng) + 1);
+        for (int64_t j = 0; j < visible; ++j) mask[size_t(r * c.context + j)] = (j % 5 == 3 && visible > 4) ? kNegInf : 0.0f;
+      }
+      const float scale = 1.0f / std::sqrt(float(c.head_dim));
+      std::vector<float> want(q.size());
+      ref.attention(q.data(), c.rows, c.n_heads, c.n_kv_heads, c.head_dim, kc.bytes.data(), vc.bytes.data(), ct, c.context,
+                    mask.data(), scale, want.data());
+      if (c.rows > 1)
+        for (int64_t i = 0; i < c.n_heads * c.head_dim; ++i)
+          ASSERT_EQ(want[size_t((c.rows - 1) * c.n_heads * c.head_dim + i)], 0.0f);
+      for (Isa isa : simd_isas())
+        for (int threads : kThreads) {
+          std::vector<float> got(q.size(), 99.0f);
+          with_threads(threads, [&] {
+            kernel_table(isa)->attention(q.data(), c.rows, c.n_heads, c.n_kv_heads, c.head_dim, kc.bytes.data(), vc.bytes.data(),
+                                         ct, c.context, mask.data(), scale, got.data());
+          });
+          expect_close(got, want, {}, 5e-6f,
+                       label(isa, threads) + " attention " + dtype_name(ct) + " head_dim=" + std::to_string(c.head_dim) +
+                           " context=" + std::to_string(c.context));
+        }
+    }
+}
+
+TEST(Kernels, ElementwiseMatchScalar) {
+  std::mt19937 rng(6);
+  const auto& ref = *kernel_table(Isa::Scalar);
+  for (int64_t n : {1, 7, 8, 9, 17, 100, 1000, 40000, 70001}) {
+    std::vector<float> g = random_floats(rng, size_t(n), -30.0f, 30.0f), u = random_floats(rng, size_t(n), -2.0f, 2.0f);
+    g[0] = -100.0f;
+    if (n > 1) g[1] = 100.0f;
+    std::vector<float> want_silu(static_cast<size_t>(n)), want_add(static_cast<size_t>(n));
+    ref.silu_mul(g.data(), u.data(), n, want_silu.data());
+    ref.add(g.data(), u.data(), n, want_add.data());
+    for (Isa isa : simd_isas())
+      for (int threads : kThreads) {
+        std::vector<float> silu(static_cast<size_t>(n)), sum(static_cast<size_t>(n));
+        with_threads(threads, [&] {
+          kernel_table(isa)->silu_mul(g.data(), u.data(), n, silu.data());
+          kernel_table(isa)->add(g.data(), u.data(), n, sum.data());
+        });
+        std::vector<float> scale(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) scale[size_t(i)] = std::max(1e-3f, std::fabs(want_silu[size_t(i)]));
+        expect_close(silu, want_silu, scale, 2e-6f, label(isa, threads) + " silu_mul n=" + std::to_string(n));
+        EXPECT_EQ(sum, want_add) << label(isa, threads) << " add n=" << n;
+      }
+  }
+}
+
+TEST(Kernels, PublicEntryPointsUseTheActiveIsa) {
+  std::mt19937 rng(7);
+  const int64_t rows = 6, in = 40, out = 11;
+  Stored w = stored(rng, size_t(in * out), DType::F16);
+  std::vector<float> x = random_floats(rng, size_t(rows * in));
+  std::vector<float> want(size_t(rows * out)), got(want.size());
+  const Isa before = active_isa();
+  set_active_isa(Isa::Scalar);
+  linear(x.data(), rows, in, w.bytes.data(), DType::F16, out, nullptr, DType::F32, want.data());
+  set_active_isa(before);
+  linear(x.data(), rows, in, w.bytes.data(), DType::F16, out, nullptr, DType::F32, got.data());
+  expect_close(got, want, {}, 1e-5f, "public linear");
+}
+
+TEST(Kernels, FmaProbeCountsFlops) {
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
+    if (const KernelTable* k = kernel_table(isa)) EXPECT_GT(k->fma_probe(100), 0.0);
+}
+
+}  // namespace
+}  // namespace hfstatic::kernels

@@ -1,0 +1,122 @@
+// The persistent thread pool and parallel_for: exact coverage, repetition, nesting.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "kernels/parallel.h"
+#include "kernels/thread_pool.h"
+
+namespace hfstatic {
+namespace {
+
+// Runs parallel_for(n, grain) and checks that every index is visited exactly once.
+void expect_exact_cover(ThreadPool* pool, int64_t n, int64_t grain) {
+  std::vector<std::atomic<int>> hits(size_t(std::max<int64_t>(n, 1)));
+  for (auto& h : hits) h = 0;
+  std::atomic<int> calls{0};
+  ScopedThreadPool scope(pool);
+  parallel_for(n, grain, [&](int64_t b, int64_t e) {
+    ASSERT_LE(0, b);
+    ASSERT_LE(b, e);
+    ASSERT_LE(e, n);
+    ++calls;
+    for (int64_t i = b; i < e; ++i) ++hits[size_t(i)];
+  });
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << "index " << i << " of " << n;
+  if (n <= 0) EXPECT_EQ(calls.load(), 0);
+  if (pool) EXPECT_LE(calls.load(), pool->threads());
+}
+
+TEST(ThreadPool, CoversRangesExactlyOnce) {
+  for (int threads : {1, 2, 3, 4}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(pool.threads(), threads);
+    for (int64_t n : {0, 1, 2, 3, 5, 7, 16, 17, 100, 1000, 12345})
+      for (int64_t grain : {1, 2, 16, 1000}) expect_exact_cover(&pool, n, grain);
+  }
+  expect_exact_cover(nullptr, 77, 1);  // no pool: inline
+}
+
+TEST(ThreadPool, UsesSeveralThreadsWhenWorthIt) {
+  ThreadPool pool(2);
+  ScopedThreadPool scope(&pool);
+  std::mutex m;
+  std::vector<std::thread::id> ids;
+  parallel_for(1000, 1, [&](int64_t, int64_t) {
+    std::lock_guard<std::mutex> lock(m);
+    ids.push_back(std::this_thread::get_id());
+  });
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_NE(ids[0], ids[1]);
+  // Below two grains the range runs as one chunk.
+  ids.clear();
+  parallel_for(10, 8, [&](int64_t b, int64_t e) {
+    EXPECT_EQ(b, 0);
+    EXPECT_EQ(e, 10);
+    ids.push_back(std::this_thread::get_id());
+  });
+  EXPECT_EQ(ids.size(), 1u);
+}
+
+TEST(ThreadPool, ManyRepeatedRuns) {
+  ThreadPool pool(2);
+  ScopedThreadPool scope(&pool);
+  int64_t total = 0;
+  for (int rep = 0; rep < 20000; ++rep) {
+    std::atomic<int64_t> sum{0};
+    parallel_for(64, 1, [&](int64_t b, int64_t e) {
+      int64_t s = 0;
+      for (int64_t i = b; i < e; ++i) s += i;
+      sum += s;
+    });
+    total += sum.load();
+  }
+  EXPECT_EQ(total, int64_t(20000) * (63 * 64 / 2));
+}
+
+TEST(ThreadPool, RunsAfterWorkersFellAsleep) {
+  ThreadPool pool(2);
+  ScopedThreadPool scope(&pool);
+  for (int rep = 0; rep < 3; ++rep) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // past the spin window
+    expect_exact_cover(&pool, 1000, 1);
+  }
+}
+
+TEST(ThreadPool, NestedParallelForRunsInline) {
+  ThreadPool pool(2);
+  ScopedThreadPool scope(&pool);
+  std::vector<std::atomic<int>> hits(100 * 50);
+  for (auto& h : hits) h = 0;
+  parallel_for(100, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      parallel_for(50, 1, [&](int64_t b2, int64_t e2) {
+        EXPECT_EQ(parallel_threads(), 1);
+        for (int64_t j = b2; j < e2; ++j) ++hits[size_t(i * 50 + j)];
+      });
+  });
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+}
+
+TEST(ThreadPool, SharedByTwoCallerThreads) {
+  ThreadPool pool(2);
+  auto work = [&] {
+    for (int rep = 0; rep < 2000; ++rep) expect_exact_cover(&pool, 257, 1);
+  };
+  std::thread a(work), b(work);
+  a.join();
+  b.join();
+}
+
+TEST(ThreadPool, ParallelThreads) {
+  EXPECT_EQ(parallel_threads(), 1);
+  ThreadPool pool(2);
+  ScopedThreadPool scope(&pool);
+  EXPECT_EQ(parallel_threads(), 2);
+}
+
+}  // namespace
+}  // namespace hfstatic
