@@ -1,0 +1,669 @@
+// Exporter and config.json validation: each error names the field or tensor and the value at
+// fault, and a failed export leaves nothing behind. Sharded checkpoints, weight dtype conversion
+// and the export / inspect / make-checkpoint commands.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "export/exporter.h"
+#include "export/make_checkpoint.h"
+#include "format/program.h"
+#include "test_support.h"
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace hfstatic {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::AllOf;
+using testing::HasSubstr;
+using testing::Not;
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw a non-hfstatic exception: " << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error was thrown";
+  return "";
+}
+
+std::vector<std::string> list_dir(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+}
+
+struct TensorBytes {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::vector<uint8_t> bytes;
+};
+
+std::vector<TensorBytes> read_tensors(const std::string& path) {
+  MappedFile file = MappedFile::open(path);
+  SafetensorsView view = SafetensorsView::parse(file.data(), file.size(), path);
+  std::vector<TensorBytes> out;
+  for (const auto& t : view.tensors()) {
+    const uint8_t* d = view.tensor_data(t);
+    out.push_back({t.name, t.dtype, t.shape, std::vector<uint8_t>(d, d + t.size)});
+  }
+  return out;
+}
+
+std::vector<float> f32_values(const TensorBytes& t) {
+  EXPECT_EQ(t.dtype, DType::F32);
+  std::vector<float> v(t.bytes.size() / 4);
+  std::memcpy(v.data(), t.bytes.data(), t.bytes.size());
+  return v;
+}
+
+class ExportErrors : public testing::Test {
+ protected:
+  test::TempDir dir{"export"};
+  int count_ = 0;
+
+  // A private, editable copy of a cached preset checkpoint.
+  std::string checkpoint(const std::string& preset = "tiny") {
+    std::string dst = dir.file(cat("ckpt", count_++));
+    fs::copy(test::cached_checkpoint(preset, 4), dst, fs::copy_options::recursive);
+    return dst;
+  }
+  static void edit_config(const std::string& ckpt, const std::function<void(json&)>& edit) {
+    json c = json::parse(read_text_file(ckpt + "/config.json"));
+    edit(c);
+    write_file(ckpt + "/config.json", c.dump(2));
+  }
+  // Rewrites model.safetensors through `edit`, which may change a tensor or return false to drop it.
+  static void edit_tensors(const std::string& ckpt, const std::function<bool(TensorBytes&)>& edit) {
+    const std::string path = ckpt + "/model.safetensors";
+    SafetensorsWriter w;
+    w.set_metadata("format", "pt");
+    for (TensorBytes& t : read_tensors(path))
+      if (edit(t)) w.add_bytes(t.name, t.dtype, t.shape, t.bytes);
+    w.write(path);
+  }
+
+  // Exports into an empty folder of its own and returns the error; checks nothing is left there.
+  std::string export_error(const std::string& ckpt, const GraphOptions& g = small(), std::optional<DType> wd = std::nullopt) {
+    std::string out_dir = dir.file(cat("out", count_++));
+    fs::create_directories(out_dir);
+    std::string out = out_dir + "/p.hfs";
+    std::string e = error_of([&] { test::export_to(ckpt, out, g, wd); });
+    EXPECT_FALSE(fs::exists(out)) << "a failed export left " << out;
+    EXPECT_EQ(list_dir(out_dir), std::vector<std::string>{}) << "a failed export left files behind";
+    return e;
+  }
+  std::string export_ok(const std::string& ckpt, const GraphOptions& g = small(), std::optional<DType> wd = std::nullopt) {
+    std::string out = dir.file(cat("ok", count_++, ".hfs"));
+    test::export_to(ckpt, out, g, wd);
+    return out;
+  }
+  static GraphOptions small() {
+    GraphOptions g;
+    g.prefill_len = 4;
+    g.max_context = 64;
+    return g;
+  }
+};
+
+// ---- config.json ---------------------------------------------------------------------------
+
+TEST_F(ExportErrors, UnsupportedModelType) {
+  auto c = checkpoint();
+  edit_config(c, [](json& j) { j["model_type"] = "gpt2"; });
+  EXPECT_THAT(export_error(c), AllOf(HasSubstr("config.json"),
+                                     HasSubstr("config field 'model_type' = 'gpt2' is not supported (supported: llama, mistral, qwen2, qwen3)")));
+  edit_config(c, [](json& j) { j.erase("model_type"); });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'model_type' is missing or not a string"));
+}
+
+TEST_F(ExportErrors, RopeScalingYarn) {
+  auto c = checkpoint();
+  edit_config(c, [](json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'rope_scaling' type 'yarn' is not supported (supported: llama3)"));
+  edit_config(c, [](json& j) { j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}}; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'rope_scaling' type 'linear' is not supported"));
+  edit_config(c, [](json& j) {
+    j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 4.0}, {"high_freq_factor", 1.0}};
+  });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'rope_scaling' needs high_freq_factor > low_freq_factor"));
+  edit_config(c, [](json& j) { j["rope_scaling"] = {{"rope_type", "default"}}; });
+  EXPECT_NO_THROW(export_ok(c));
+}
+
+TEST_F(ExportErrors, HiddenActGelu) {
+  auto c = checkpoint();
+  edit_config(c, [](json& j) { j["hidden_act"] = "gelu"; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'hidden_act' = \"gelu\" is not supported (supported: silu)"));
+}
+
+TEST_F(ExportErrors, MlpBias) {
+  auto c = checkpoint();
+  edit_config(c, [](json& j) { j["mlp_bias"] = true; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'mlp_bias' = true is not supported"));
+}
+
+TEST_F(ExportErrors, MistralSlidingWindow) {
+  auto c = checkpoint("tiny-mistral");
+  edit_config(c, [](json& j) { j["sliding_window"] = 48; });
+  EXPECT_THAT(export_error(c), AllOf(HasSubstr("config field 'sliding_window' = 48 is smaller than max_context 64"),
+                                     HasSubstr("--max-context 48 or less")));
+  // A window that covers the whole context changes nothing and is accepted.
+  for (int window : {64, 4096}) {
+    edit_config(c, [&](json& j) { j["sliding_window"] = window; });
+    EXPECT_NO_THROW(export_ok(c)) << window;
+  }
+  edit_config(c, [](json& j) { j["sliding_window"] = 48; });
+  GraphOptions g = small();
+  g.max_context = 48;
+  EXPECT_NO_THROW(export_ok(c, g));
+  edit_config(c, [](json& j) { j["sliding_window"] = "big"; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'sliding_window' = \"big\" is not an integer"));
+}
+
+TEST_F(ExportErrors, Qwen2UseSlidingWindow) {
+  auto c = checkpoint("tiny-qwen2");
+  edit_config(c, [](json& j) {
+    j["use_sliding_window"] = true;
+    j["sliding_window"] = 32;
+  });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'sliding_window' = 32 is smaller than max_context 64"));
+  // Without use_sliding_window the window field is ignored.
+  edit_config(c, [](json& j) { j["use_sliding_window"] = false; });
+  EXPECT_NO_THROW(export_ok(c));
+  edit_config(c, [](json& j) { j["use_sliding_window"] = "yes"; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'use_sliding_window' = \"yes\" is not a boolean"));
+}
+
+TEST_F(ExportErrors, KeyValueHeadsMustDivideHeads) {
+  auto c = checkpoint();
+  edit_config(c, [](json& j) { j["num_key_value_heads"] = 3; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'num_key_value_heads' = 3 does not divide num_attention_heads = 4"));
+}
+
+TEST_F(ExportErrors, OddHeadDim) {
+  auto c = checkpoint("tiny-qwen3");
+  edit_config(c, [](json& j) { j["head_dim"] = 31; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'head_dim' = 31 is odd"));
+  // Implied by hidden_size / num_attention_heads: 60 / 4 = 15.
+  auto d = checkpoint();
+  edit_config(d, [](json& j) { j["hidden_size"] = 60; });
+  EXPECT_THAT(export_error(d), HasSubstr("config field 'head_dim' = 15 is odd"));
+  edit_config(d, [](json& j) { j["hidden_size"] = 66; });
+  EXPECT_THAT(export_error(d), HasSubstr("config field 'hidden_size' = 66 is not a multiple of num_attention_heads = 4"));
+}
+
+TEST_F(ExportErrors, MissingRequiredField) {
+  for (const char* field : {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size"}) {
+    auto c = checkpoint();
+    edit_config(c, [&](json& j) { j.erase(field); });
+    EXPECT_THAT(export_error(c), HasSubstr(cat("config field '", field, "' is missing"))) << field;
+  }
+  auto c = checkpoint();
+  edit_config(c, [](json& j) { j["vocab_size"] = nullptr; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'vocab_size' is missing"));
+}
+
+TEST_F(ExportErrors, FieldOfTheWrongType) {
+  auto c = checkpoint();
+  edit_config(c, [](json& j) { j["num_hidden_layers"] = "2"; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'num_hidden_layers' = \"2\" is not an integer"));
+  edit_config(c, [](json& j) { j["num_hidden_layers"] = 2.5; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'num_hidden_layers' = 2.5 is not an integer"));
+  edit_config(c, [](json& j) {
+    j["num_hidden_layers"] = 2;
+    j["rms_norm_eps"] = "1e-5";
+  });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'rms_norm_eps' = \"1e-5\" is not a number"));
+  edit_config(c, [](json& j) {
+    j["rms_norm_eps"] = 1e-5;
+    j["tie_word_embeddings"] = 0;
+  });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'tie_word_embeddings' = 0 is not a boolean"));
+  edit_config(c, [](json& j) {
+    j["tie_word_embeddings"] = false;
+    j["rope_scaling"] = "llama3";
+  });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'rope_scaling' = \"llama3\" is not an object"));
+  edit_config(c, [](json& j) {
+    j.erase("rope_scaling");
+    j["num_hidden_layers"] = 0;
+  });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'num_hidden_layers' = 0 is outside [1, 4096]"));
+  edit_config(c, [](json& j) {
+    j["num_hidden_layers"] = 2;
+    j["eos_token_id"] = {1, "2"};
+  });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'eos_token_id' holds \"2\", not a token id"));
+}
+
+TEST_F(ExportErrors, ConfigFileProblems) {
+  auto c = checkpoint();
+  write_file(c + "/config.json", "{\"model_type\": ");
+  EXPECT_THAT(export_error(c), AllOf(HasSubstr("config.json"), HasSubstr("not valid JSON")));
+  write_file(c + "/config.json", "[1]");
+  EXPECT_THAT(export_error(c), HasSubstr("config is not a JSON object"));
+  fs::remove(c + "/config.json");
+  EXPECT_THAT(export_error(c), HasSubstr("no config.json"));
+  EXPECT_THAT(export_error(dir.file("nowhere")), HasSubstr("no config.json"));
+}
+
+// ---- tensors -------------------------------------------------------------------------------
+
+TEST_F(ExportErrors, TensorWithTheWrongShape) {
+  auto c = checkpoint();
+  edit_tensors(c, [](TensorBytes& t) {
+    if (t.name == "model.layers.1.mlp.up_proj.weight") t.shape = {t.shape[1], t.shape[0]};
+    return true;
+  });
+  EXPECT_THAT(export_error(c),
+              HasSubstr("tensor 'model.layers.1.mlp.up_proj.weight' has shape [64, 160] but config.json implies [160, 64]"));
+}
+
+TEST_F(ExportErrors, MissingTensor) {
+  auto c = checkpoint();
+  edit_tensors(c, [](TensorBytes& t) { return t.name != "model.layers.0.post_attention_layernorm.weight"; });
+  EXPECT_THAT(export_error(c), AllOf(HasSubstr(c), HasSubstr("checkpoint has no tensor 'model.layers.0.post_attention_layernorm.weight'")));
+}
+
+TEST_F(ExportErrors, UntiedModelWithoutLmHead) {
+  auto c = checkpoint();
+  edit_tensors(c, [](TensorBytes& t) { return t.name != "lm_head.weight"; });
+  EXPECT_THAT(export_error(c), HasSubstr("checkpoint has no tensor 'lm_head.weight'"));
+  // Tied, the same checkpoint needs no lm_head.
+  edit_config(c, [](json& j) { j["tie_word_embeddings"] = true; });
+  auto p = Program::load(export_ok(c));
+  EXPECT_EQ(p->weight("lm_head.weight").info, nullptr);
+}
+
+TEST_F(ExportErrors, IntegerTensor) {
+  auto c = checkpoint();
+  edit_tensors(c, [](TensorBytes& t) {
+    if (t.name == "model.norm.weight") {
+      t.dtype = DType::I32;  // same byte count as float32
+    }
+    return true;
+  });
+  EXPECT_THAT(export_error(c), HasSubstr("tensor 'model.norm.weight' has dtype int32; weights must be float32, float16 or bfloat16"));
+}
+
+TEST_F(ExportErrors, CorruptCheckpointFile) {
+  auto c = checkpoint();
+  auto bytes = read_text_file(c + "/model.safetensors");
+  write_file(c + "/model.safetensors", bytes.substr(0, bytes.size() - 3));
+  EXPECT_THAT(export_error(c), AllOf(HasSubstr("model.safetensors"), HasSubstr("runs past the end of the data")));
+}
+
+// ---- graph options -------------------------------------------------------------------------
+
+TEST_F(ExportErrors, MaxContextBeyondMaxPositionEmbeddings) {
+  auto c = checkpoint();
+  GraphOptions g = small();
+  g.max_context = 1024;
+  EXPECT_THAT(export_error(c, g), HasSubstr("--max-context 1024 exceeds the model's max_position_embeddings 512"));
+  g.max_context = 512;
+  EXPECT_NO_THROW(export_ok(c, g));
+  g.max_context = 1;
+  g.prefill_len = 1;
+  EXPECT_THAT(export_error(c, g), HasSubstr("--max-context 1 is below the minimum of 2"));
+}
+
+TEST_F(ExportErrors, PrefillLongerThanContext) {
+  auto c = checkpoint();
+  GraphOptions g = small();
+  g.prefill_len = 65;
+  EXPECT_THAT(export_error(c, g), HasSubstr("--prefill-len 65 is outside [1, max_context = 64]"));
+  g.prefill_len = 0;
+  EXPECT_THAT(export_error(c, g), HasSubstr("--prefill-len 0 is outside [1, max_context = 64]"));
+  g.prefill_len = 64;
+  EXPECT_NO_THROW(export_ok(c, g));
+}
+
+TEST_F(ExportErrors, UnknownMutationOrder) {
+  auto c = checkpoint();
+  GraphOptions g = small();
+  g.mutation_order = "sideways";
+  EXPECT_THAT(export_error(c, g), HasSubstr("--mutation-order 'sideways' is not known (known: input, reverse, by-kind, rotate)"));
+}
+
+TEST_F(ExportErrors, UnsupportedCacheDtype) {
+  auto c = checkpoint();
+  GraphOptions g = small();
+  g.cache_dtype = DType::BF16;
+  EXPECT_THAT(export_error(c, g), HasSubstr("--cache-dtype bfloat16 is not supported (float32, float16)"));
+}
+
+TEST_F(ExportErrors, FailedExportKeepsAnExistingFile) {
+  auto c = checkpoint();
+  std::string out = dir.file("keep.hfs");
+  write_file(out, "previous contents");
+  GraphOptions g = small();
+  g.prefill_len = 100;
+  EXPECT_THAT(error_of([&] { test::export_to(c, out, g); }), HasSubstr("--prefill-len 100"));
+  EXPECT_EQ(read_text_file(out), "previous contents");
+}
+
+// ---- sharded checkpoints -------------------------------------------------------------------
+
+TEST_F(ExportErrors, ShardedCheckpointExportsTheSameWeights) {
+  for (const char* preset : {"tiny", "tiny-qwen3"}) {
+    SCOPED_TRACE(preset);
+    MakeCheckpointOptions o;
+    o.preset = preset;
+    o.seed = 11;
+    std::string single = dir.file(cat(preset, "-single")), sharded = dir.file(cat(preset, "-sharded"));
+    make_checkpoint(single, o);
+    o.shard_bytes = 64 << 10;
+    make_checkpoint(sharded, o);
+    ASSERT_TRUE(fs::exists(sharded + "/model.safetensors.index.json"));
+    ASSERT_FALSE(fs::exists(sharded + "/model.safetensors"));
+    size_t shards = 0;
+    for (const auto& name : list_dir(sharded)) shards += name.rfind("model-", 0) == 0;
+    EXPECT_GT(shards, 2u);
+
+    auto a = Program::load(export_ok(single));
+    auto b = Program::load(export_ok(sharded));
+    EXPECT_EQ(a->spec().to_json(), b->spec().to_json());
+    ASSERT_EQ(a->container().tensors().size(), b->container().tensors().size());
+    size_t compared = 0;
+    for (const auto& t : a->container().tensors()) {
+      if (t.name.rfind(kEmbeddedFilePrefix, 0) == 0) continue;
+      WeightRef wa = a->weight(t.name), wb = b->weight(t.name);
+      ASSERT_NE(wb.info, nullptr) << t.name;
+      EXPECT_EQ(wa.info->dtype, wb.info->dtype) << t.name;
+      EXPECT_EQ(wa.info->shape, wb.info->shape) << t.name;
+      ASSERT_EQ(wa.info->size, wb.info->size) << t.name;
+      EXPECT_EQ(std::memcmp(wa.data, wb.data, wa.info->size), 0) << t.name;
+      ++compared;
+    }
+    EXPECT_GT(compared, 10u);
+    EXPECT_EQ(a->embedded_file("config.json"), b->embedded_file("config.json"));
+  }
+}
+
+TEST_F(ExportErrors, CachedOneMibShardsMatchSingleFile) {
+  auto a = Program::load(export_ok(test::cached_checkpoint("tiny", 4)));
+  auto b = Program::load(export_ok(test::cached_checkpoint("tiny", 4, 1)));
+  for (const auto& t : a->container().tensors()) {
+    if (t.name.rfind(kEmbeddedFilePrefix, 0) == 0) continue;
+    WeightRef wb = b->weight(t.name);
+    ASSERT_NE(wb.info, nullptr) << t.name;
+    ASSERT_EQ(wb.info->size, t.size) << t.name;
+    EXPECT_EQ(std::memcmp(a->weight(t.name).data, wb.data, t.size), 0) << t.name;
+  }
+}
+
+TEST_F(ExportErrors, ShardIndexProblems) {
+  MakeCheckpointOptions o;
+  o.seed = 2;
+  o.shard_bytes = 64 << 10;
+  std::string c = dir.file("sharded");
+  make_checkpoint(c, o);
+  const std::string index_path = c + "/model.safetensors.index.json";
+  json index = json::parse(read_text_file(index_path));
+  // A tensor listed in one shard but also stored in another.
+  std::vector<std::string> files;
+  for (const auto& name : list_dir(c))
+    if (name.rfind("model-", 0) == 0) files.push_back(name);
+  ASSERT_GE(files.size(), 2u);
+  auto first = read_tensors(c + "/" + files[0]);
+  auto second = read_tensors(c + "/" + files[1]);
+  SafetensorsWriter w;
+  for (auto& t : second) w.add_bytes(t.name, t.dtype, t.shape, t.bytes);
+  w.add_bytes(first[0].name, first[0].dtype, first[0].shape, first[0].bytes);
+  w.write(c + "/" + files[1]);
+  EXPECT_THAT(export_error(c), AllOf(HasSubstr(cat("tensor '", first[0].name, "' also appears in another shard"))));
+
+  json bad = index;
+  bad["weight_map"][first[0].name] = "../model.safetensors";
+  write_file(index_path, bad.dump());
+  EXPECT_THAT(export_error(c), HasSubstr("is not a plain file name"));
+  bad = index;
+  bad.erase("weight_map");
+  write_file(index_path, bad.dump());
+  EXPECT_THAT(export_error(c), HasSubstr("has no 'weight_map' object"));
+  fs::remove(index_path);
+  EXPECT_THAT(export_error(c), HasSubstr("neither model.safetensors nor model.safetensors.index.json is present"));
+}
+
+// ---- weight dtype conversion ---------------------------------------------------------------
+
+// Nearest value with `mantissa` explicit bits and minimum normal exponent `min_exp`, ties to
+// even, computed in double arithmetic (independent of the library's bit manipulations).
+double round_float(double v, int mantissa, int min_exp) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  int e = 0;
+  std::frexp(std::fabs(v), &e);  // |v| = m * 2^e with m in [0.5, 1)
+  int exp = std::max(e - 1, min_exp);
+  double step = std::ldexp(1.0, exp - mantissa);
+  return std::nearbyint(v / step) * step;  // the default rounding mode rounds ties to even
+}
+double decode_f16(uint16_t h) {
+  int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double mag = exp == 0 ? std::ldexp(double(mant), -24) : std::ldexp(double(1024 + mant), exp - 25);
+  return (h & 0x8000) ? -mag : mag;
+}
+double decode_bf16(uint16_t b) {
+  uint32_t bits = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+TEST_F(ExportErrors, WeightsDtypeConversionRoundsToNearestEven) {
+  auto c = checkpoint();
+  // Hand-picked values with known float16 / bfloat16 encodings at the front of model.norm.weight.
+  const std::vector<float> picked = {1.0f / 3, 1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 0.1f, -2.5f, 65504.0f, 1e-7f};
+  const std::vector<uint16_t> want_f16 = {0x3555, 0x3c00, 0x3c02, 0x2e66, 0xc100, 0x7bff, 0x0002};
+  const std::vector<uint16_t> want_bf16 = {0x3eab, 0x3f80, 0x3f80, 0x3dcd, 0xc020, 0x4780, 0x33d7};
+  edit_tensors(c, [&](TensorBytes& t) {
+    if (t.name == "model.norm.weight") std::memcpy(t.bytes.data(), picked.data(), picked.size() * 4);
+    return true;
+  });
+  std::map<std::string, std::vector<float>> source;
+  for (const auto& t : read_tensors(c + "/model.safetensors")) source[t.name] = f32_values(t);
+
+  auto f16 = Program::load(export_ok(c, small(), DType::F16));
+  auto bf16 = Program::load(export_ok(c, small(), DType::BF16));
+  auto f32 = Program::load(export_ok(c, small(), DType::F32));
+  EXPECT_EQ(f16->metadata()["weights_dtype"], "float16");
+  EXPECT_EQ(bf16->metadata()["weights_dtype"], "bfloat16");
+
+  auto halves = [](const Program& p, const std::string& name) {
+    WeightRef w = p.weight(name);
+    std::vector<uint16_t> v(w.info ? w.info->size / 2 : 0);
+    if (w.info) std::memcpy(v.data(), w.data, w.info->size);
+    return v;
+  };
+  std::vector<uint16_t> norm16 = halves(*f16, "model.norm.weight"), normb = halves(*bf16, "model.norm.weight");
+  ASSERT_EQ(norm16.size(), 64u);
+  for (size_t i = 0; i < picked.size(); ++i) {
+    EXPECT_EQ(norm16[i], want_f16[i]) << "float16 of " << picked[i];
+    EXPECT_EQ(normb[i], want_bf16[i]) << "bfloat16 of " << picked[i];
+  }
+
+  for (const char* name : {"model.norm.weight", "model.layers.0.self_attn.q_proj.weight", "model.layers.1.mlp.down_proj.weight",
+                           "lm_head.weight"}) {
+    SCOPED_TRACE(name);
+    const std::vector<float>& src = source.at(name);
+    WeightRef w16 = f16->weight(name), wb = bf16->weight(name), w32 = f32->weight(name);
+    ASSERT_NE(w16.info, nullptr);
+    EXPECT_EQ(w16.info->dtype, DType::F16);
+    EXPECT_EQ(wb.info->dtype, DType::BF16);
+    std::vector<uint16_t> h = halves(*f16, name), b = halves(*bf16, name);
+    ASSERT_EQ(h.size(), src.size());
+    ASSERT_EQ(b.size(), src.size());
+    size_t changed = 0, mismatches = 0;
+    for (size_t i = 0; i < src.size(); ++i) {
+      double want16 = round_float(src[i], 10, -14), wantb = round_float(src[i], 7, -126);
+      if (decode_f16(h[i]) != want16 || decode_bf16(b[i]) != wantb) {
+        if (++mismatches <= 5)
+          ADD_FAILURE() << name << "[" << i << "] = " << src[i] << ": float16 " << decode_f16(h[i]) << " want " << want16
+                        << ", bfloat16 " << decode_bf16(b[i]) << " want " << wantb;
+      }
+      changed += double(src[i]) != wantb;
+    }
+    EXPECT_EQ(mismatches, 0u);
+    EXPECT_GT(changed, src.size() / 2) << "random weights should mostly need rounding";
+    // float32 export keeps the bytes.
+    ASSERT_EQ(w32.info->size, src.size() * 4);
+    EXPECT_EQ(std::memcmp(w32.data, src.data(), w32.info->size), 0);
+  }
+}
+
+// ---- the hfstatic tool ---------------------------------------------------------------------
+
+size_t count_lines(const std::string& s) { return size_t(std::count(s.begin(), s.end(), '\n')); }
+
+TEST_F(ExportErrors, CliExportBadFlagExitsTwo) {
+  auto c = checkpoint();
+  std::string out = dir.file("cli.hfs");
+  auto r = test::run_cli({"export", c, "-o", out, "--bogus"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("unknown flag --bogus"));
+  EXPECT_FALSE(fs::exists(out));
+  r = test::run_cli({"export", c, "-o", out, "--max-context", "1x"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--max-context"));
+  r = test::run_cli({"export", c, "-o", out, "--weights-dtype", "int8"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("flag --weights-dtype: 'int8' is not one of float32|float16|bfloat16"));
+  r = test::run_cli({"export", c});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("missing -o FILE"));
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(ExportErrors, CliExportBadCheckpointExitsOneWithOneLine) {
+  auto c = checkpoint();
+  edit_config(c, [](json& j) { j["hidden_act"] = "gelu"; });
+  std::string out_dir = dir.file("cli-out");
+  fs::create_directories(out_dir);
+  auto r = test::run_cli({"export", c, "-o", out_dir + "/p.hfs"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_THAT(r.err, AllOf(HasSubstr("hfstatic export: error:"), HasSubstr("config field 'hidden_act' = \"gelu\" is not supported")));
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(list_dir(out_dir), std::vector<std::string>{});
+
+  r = test::run_cli({"export", dir.file("missing"), "-o", out_dir + "/p.hfs"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("no config.json"));
+  EXPECT_EQ(list_dir(out_dir), std::vector<std::string>{});
+}
+
+TEST_F(ExportErrors, CliExportWritesAProgram) {
+  auto c = checkpoint();
+  std::string out = dir.file("cli-ok.hfs");
+  auto r = test::run_cli({"export", c, "-o", out, "--prefill-len", "4", "--max-context", "16", "--weights-dtype", "float16"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(cat("wrote ", out, ": ")));
+  auto p = Program::load(out);
+  EXPECT_EQ(p->metadata()["max_context"], 16);
+  EXPECT_EQ(p->metadata()["weights_dtype"], "float16");
+}
+
+// True if one line of `text` holds every part, in order.
+bool has_line(const std::string& text, const std::vector<std::string>& parts) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t at = 0;
+    bool all = true;
+    for (const auto& p : parts) {
+      at = line.find(p, at);
+      if (at == std::string::npos) {
+        all = false;
+        break;
+      }
+      at += p.size();
+    }
+    if (all) return true;
+  }
+  return false;
+}
+
+TEST_F(ExportErrors, CliInspectPrintsEverySignature) {
+  GraphOptions g;
+  g.prefill_len = 4;
+  g.max_context = 16;
+  std::string path = export_ok(test::cached_checkpoint("tiny", 4), g);
+  auto r = test::run_cli({"inspect", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto p = Program::load(path);
+  ASSERT_EQ(p->spec().methods.size(), 2u);
+  for (const auto& m : p->spec().methods) {
+    SCOPED_TRACE(m.name);
+    EXPECT_TRUE(has_line(r.out, {cat("method ", m.name, ": ", m.inputs.size(), " inputs, ", m.outputs.size(), " outputs, ",
+                                     m.nodes.size(), " nodes, arena ")}))
+        << r.out;
+    for (size_t i = 0; i < m.inputs.size(); ++i)
+      EXPECT_TRUE(has_line(r.out, {"input", cat(" ", i, " "), m.inputs[i].name + " ", dtype_name(m.inputs[i].dtype),
+                                   shape_str(m.inputs[i].shape)}))
+          << m.inputs[i].name;
+    for (size_t i = 0; i < m.outputs.size(); ++i) {
+      const ValueSpec* v = m.output_value(i);
+      ASSERT_NE(v, nullptr);
+      std::vector<std::string> parts = {"output", cat(" ", i, " "), m.outputs[i].name + " ", dtype_name(v->dtype),
+                                        shape_str(v->shape), output_memory_name(m.outputs[i].memory)};
+      if (m.outputs[i].memory == OutputMemory::Alias) parts.push_back("-> " + m.outputs[i].value);
+      EXPECT_TRUE(has_line(r.out, parts)) << m.outputs[i].name;
+    }
+  }
+  // A few lines spelled out.
+  EXPECT_TRUE(has_line(r.out, {"method prefill: 9 inputs, 7 outputs"})) << r.out;
+  EXPECT_TRUE(has_line(r.out, {"input", " 0 ", "tokens", "int64", "[1, 4]"}));
+  EXPECT_TRUE(has_line(r.out, {"input", " 2 ", "mask", "float32", "[1, 1, 4, 16]"}));
+  EXPECT_TRUE(has_line(r.out, {"input", " 3 ", "k_cache_0", "float32", "[1, 2, 16, 16]"}));
+  EXPECT_TRUE(has_line(r.out, {"output", " 6 ", "logits", "float32", "[1, 4, 272]", "planned"}));
+  EXPECT_TRUE(has_line(r.out, {"output", " 6 ", "logits", "float32", "[1, 1, 272]", "planned"}));
+  EXPECT_TRUE(has_line(r.out, {"output", " 2 ", "counter_0_updated", "int64", "[1]", "alias", "-> counter_0"}));
+  EXPECT_TRUE(has_line(r.out, {"embedded file: tokenizer.json"}));
+  EXPECT_THAT(r.out, Not(HasSubstr("invalid graph")));
+
+  auto bad = test::run_cli({"inspect", dir.file("none.hfs")});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("none.hfs"));
+}
+
+TEST_F(ExportErrors, CliMakeCheckpointUnknownPreset) {
+  std::string out = dir.file("new-ckpt");
+  auto r = test::run_cli({"make-checkpoint", "--preset", "nope", "-o", out});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("unknown preset 'nope'"));
+  for (const auto& p : checkpoint_presets()) EXPECT_THAT(r.err, HasSubstr(p.name));
+  EXPECT_FALSE(fs::exists(out)) << "nothing may be written for an unknown preset";
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+
+  r = test::run_cli({"make-checkpoint", "--list"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const auto& p : checkpoint_presets()) EXPECT_TRUE(has_line(r.out, {p.name, p.description})) << p.name;
+}
+
+}  // namespace
+}  // namespace hfstatic
