@@ -1,0 +1,331 @@
+#include "bench/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "format/program.h"
+#include "io/io_manager.h"
+#include "kernels/isa.h"
+#include "kernels/kernels.h"
+#include "kernels/parallel.h"
+#include "kernels/thread_pool.h"
+#include "util/error.h"
+
+namespace hfstatic::bench {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+uint64_t status_field(const char* key) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  const size_t n = std::strlen(key);
+  while (std::getline(f, line))
+    if (line.compare(0, n, key) == 0 && line.size() > n && line[n] == ':') return uint64_t(std::strtoull(line.c_str() + n + 1, nullptr, 10)) * 1024;
+  return 0;
+}
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+}  // namespace
+
+Stats Stats::of(std::vector<double> s) {
+  Stats r;
+  if (s.empty()) return r;
+  std::sort(s.begin(), s.end());
+  r.min = s.front();
+  r.max = s.back();
+  r.median = s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
+  return r;
+}
+
+json Stats::to_json() const { return {{"median", median}, {"min", min}, {"max", max}}; }
+
+uint64_t peak_rss_bytes() { return status_field("VmHWM"); }
+uint64_t current_rss_bytes() { return status_field("VmRSS"); }
+
+// ---- machine ceilings -------------------------------------------------------------------
+
+BandwidthResult measure_bandwidth(ThreadPool* pool, uint64_t bytes, int passes) {
+  BandwidthResult r;
+  const size_t n = size_t(bytes / 64 * 64 / sizeof(uint64_t));
+  r.bytes = n * sizeof(uint64_t);
+  std::unique_ptr<uint64_t[], FreeDeleter> buf(static_cast<uint64_t*>(std::aligned_alloc(2 << 20, (r.bytes + (2 << 20) - 1) / (2 << 20) * (2 << 20))));
+  if (!buf) fail("cannot allocate ", r.bytes >> 20, " MiB for the bandwidth test");
+  ScopedThreadPool scope(pool);
+  const int64_t chunks = pool ? pool->threads() : 1;
+  auto split = [&](size_t total, int64_t c, int64_t parts) {
+    size_t base = total / size_t(parts) / 8 * 8;
+    size_t b = base * size_t(c);
+    return std::pair<size_t, size_t>(b, c + 1 == parts ? total : b + base);
+  };
+  // First touch from the threads that will read (pages land near them).
+  parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      auto [b, e] = split(n, c, chunks);
+      for (size_t i = b; i < e; ++i) buf[i] = i;
+    }
+  });
+  volatile uint64_t sink = 0;
+  for (int pass = 0; pass < passes; ++pass) {
+    std::vector<uint64_t> sums(size_t(chunks), 0);
+    auto t0 = Clock::now();
+    parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
+      for (int64_t c = cb; c < ce; ++c) {
+        auto [b, e] = split(n, c, chunks);
+        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        const uint64_t* p = buf.get();
+        for (size_t i = b; i < e; i += 8) {
+          s0 += p[i] + p[i + 4];
+          s1 += p[i + 1] + p[i + 5];
+          s2 += p[i + 2] + p[i + 6];
+          s3 += p[i + 3] + p[i + 7];
+        }
+        sums[size_t(c)] = s0 + s1 + s2 + s3;
+      }
+    });
+    const double t = seconds_since(t0);
+    for (uint64_t s : sums) sink = sink + s;
+    r.read_gbps = std::max(r.read_gbps, double(r.bytes) / t / 1e9);
+  }
+  // Triad over three arrays of a third of the buffer each.
+  const size_t m = n / 3 / 8 * 8;
+  double* a = reinterpret_cast<double*>(buf.get());
+  double* b = a + m;
+  double* c = b + m;
+  parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
+    for (int64_t k = cb; k < ce; ++k) {
+      auto [lo, hi] = split(m, k, chunks);
+      for (size_t i = lo; i < hi; ++i) a[i] = 0, b[i] = 1.0, c[i] = 2.0;
+    }
+  });
+  for (int pass = 0; pass < passes; ++pass) {
+    auto t0 = Clock::now();
+    parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
+      for (int64_t k = cb; k < ce; ++k) {
+        auto [lo, hi] = split(m, k, chunks);
+        for (size_t i = lo; i < hi; ++i) a[i] = b[i] + 3.0 * c[i];
+      }
+    });
+    const double t = seconds_since(t0);
+    sink = sink + uint64_t(a[m / 2]);
+    r.triad_gbps = std::max(r.triad_gbps, 3.0 * double(m) * sizeof(double) / t / 1e9);
+  }
+  return r;
+}
+
+PeakResult measure_peak(ThreadPool* pool) {
+  PeakResult r;
+  const kernels::Isa isa = kernels::active_isa();
+  r.isa = kernels::isa_name(isa);
+  const kernels::KernelTable* k = kernels::kernel_table(isa);
+  ScopedThreadPool scope(pool);
+  const int64_t threads = pool ? pool->threads() : 1;
+  // Many short runs, best one: robust to other processes sharing the cores.
+  const int64_t iters = isa == kernels::Isa::Scalar ? 400000 : 200000;
+  for (int rep = 0; rep < 50; ++rep) {
+    std::vector<double> flops(size_t(threads), 0);
+    auto t0 = Clock::now();
+    parallel_for(threads, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) flops[size_t(i)] = k->fma_probe(iters);
+    });
+    const double t = seconds_since(t0);
+    double total = 0;
+    for (double f : flops) total += f;
+    r.fma_gflops = std::max(r.fma_gflops, total / t / 1e9);
+  }
+  // In-cache matrix multiply: 128 rows x 512 -> 512, float32 weights (1 MiB).
+  const int64_t rows = 128, in = 512, out = 512;
+  std::vector<float> x(size_t(rows * in)), w(size_t(in * out)), y(size_t(rows * out));
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> d(-1, 1);
+  for (auto& v : x) v = d(rng);
+  for (auto& v : w) v = d(rng);
+  for (int rep = 0; rep < 30; ++rep) {
+    auto t0 = Clock::now();
+    kernels::linear(x.data(), rows, in, w.data(), DType::F32, out, nullptr, DType::F32, y.data());
+    const double t = seconds_since(t0);
+    r.gemm_gflops = std::max(r.gemm_gflops, 2.0 * rows * in * out / t / 1e9);
+  }
+  return r;
+}
+
+// ---- cost model ---------------------------------------------------------------------------
+
+double MethodCost::decode_bytes(int64_t context) const {
+  double bytes = weight_bytes + embedding_row_bytes;
+  for (const auto& a : attention) bytes += 2.0 * double(a.n_kv_heads * context * a.head_dim * a.elem);
+  return bytes;
+}
+
+double MethodCost::flops(int64_t start, int64_t count) const {
+  double f = 2.0 * linear_params * double(count);
+  // Row i sees start + i + 1 slots: QK^T and PV are 2 * head_dim FLOPs per slot and head each.
+  const double slots = double(count) * double(start) + double(count) * double(count + 1) / 2.0;
+  for (const auto& a : attention) f += 4.0 * double(a.n_heads * a.head_dim) * slots;
+  return f;
+}
+
+MethodCost method_cost(const Program& program, const std::string& name) {
+  const MethodSpec* m = program.spec().find_method(name);
+  if (!m) fail("program has no method '", name, "'");
+  MethodCost c;
+  auto weight = [&](const std::string& w) -> const TensorInfo* { return program.weight(w).info; };
+  if (const ValueSpec* tokens = m->find_value("tokens"); tokens && tokens->shape.size() == 2) c.rows = tokens->shape[1];
+  for (const NodeSpec& node : m->nodes) {
+    if (node.op == "linear" && node.inputs.size() >= 2) {
+      if (const TensorInfo* w = weight(node.inputs[1]); w && w->shape.size() == 2) {
+        c.linear_params += double(w->shape[0]) * double(w->shape[1]);
+        c.weight_bytes += double(w->size);
+      }
+      if (node.inputs.size() == 3)
+        if (const TensorInfo* b = weight(node.inputs[2])) c.weight_bytes += double(b->size);
+    } else if ((node.op == "rms_norm" || node.op == "head_rms_norm") && node.inputs.size() == 2) {
+      if (const TensorInfo* w = weight(node.inputs[1])) c.weight_bytes += double(w->size);
+    } else if (node.op == "embedding" && node.inputs.size() == 2) {
+      if (const TensorInfo* w = weight(node.inputs[1]); w && w->shape.size() == 2)
+        c.embedding_row_bytes = double(w->shape[1]) * double(dtype_size(w->dtype));
+    } else if (node.op == "attention" && node.inputs.size() >= 2) {
+      const ValueSpec* kc = m->find_value(node.inputs[1]);
+      if (!kc || kc->shape.size() != 4) continue;
+      MethodCost::Attention a;
+      a.n_heads = node.attrs.value("n_heads", int64_t(0));
+      a.n_kv_heads = kc->shape[1];
+      a.head_dim = kc->shape[3];
+      a.elem = int64_t(dtype_size(kc->dtype));
+      c.attention.push_back(a);
+    }
+  }
+  return c;
+}
+
+// ---- the model benchmark ----------------------------------------------------------------
+
+BenchResult run_bench(const BenchOptions& o) {
+  json j;
+  const int threads = o.threads > 0 ? o.threads : ThreadPool::hardware_threads();
+  const uint64_t rss_start = current_rss_bytes();
+
+  auto t0 = Clock::now();
+  std::shared_ptr<const Program> program = Program::load(o.path);
+  std::unique_ptr<IOManager> io = IOManagerRegistry::instance().load(program);
+  const double load_s = seconds_since(t0);
+  const uint64_t rss_loaded = current_rss_bytes();
+  const ModelInfo& info = io->model();
+  if (o.prompt < 0 || o.gen < 0) fail("-p and -n must not be negative");
+  if (o.prompt + o.gen + 2 > info.max_context)
+    fail("-p ", o.prompt, " + -n ", o.gen, " (+2 warm-up tokens) exceed the program's max_context ", info.max_context);
+
+  const MethodCost prefill_cost = method_cost(*program, info.prefill_method);
+  const MethodCost decode_cost = method_cost(*program, info.decode_method);
+
+  ThreadPool pool(threads);
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int64_t> tok(0, info.vocab_size - 1);
+  std::vector<int64_t> prompt(size_t(std::max<int64_t>(o.prompt, 1)));
+  for (auto& t : prompt) t = tok(rng);
+  std::vector<int64_t> gen(size_t(o.gen + 2));
+  for (auto& t : gen) t = tok(rng);
+  auto feed = [&](int64_t pos, std::span<const int64_t> tokens) {
+    Status s = io->feed(pos, tokens, &pool);
+    if (!s.ok()) fail("run failed: ", s.message());
+  };
+
+  // Warm-up (pages the weights in): a prompt and two decode steps.
+  io->reset();
+  auto tw = Clock::now();
+  feed(0, std::span<const int64_t>(prompt.data(), size_t(std::max<int64_t>(o.prompt, 1))));
+  const double first_s = seconds_since(tw);
+  const int64_t warm_pos = std::max<int64_t>(o.prompt, 1);
+  feed(warm_pos, std::span<const int64_t>(&gen[0], 1));
+  feed(warm_pos + 1, std::span<const int64_t>(&gen[1], 1));
+
+  std::vector<double> pp, tg;
+  for (int rep = 0; rep < o.reps && o.prompt > 0; ++rep) {
+    io->reset();
+    auto t = Clock::now();
+    feed(0, std::span<const int64_t>(prompt.data(), size_t(o.prompt)));
+    pp.push_back(double(o.prompt) / seconds_since(t));
+  }
+  for (int rep = 0; rep < o.reps && o.gen > 0; ++rep) {
+    io->reset();
+    if (o.prompt > 0) feed(0, std::span<const int64_t>(prompt.data(), size_t(o.prompt)));
+    auto t = Clock::now();
+    for (int64_t i = 0; i < o.gen; ++i) feed(o.prompt + i, std::span<const int64_t>(&gen[size_t(i)], 1));
+    tg.push_back(double(o.gen) / seconds_since(t));
+  }
+  const uint64_t peak_rss = peak_rss_bytes();
+
+  // Work per benchmark, from the graph: useful prefill FLOPs, bytes read per decode step.
+  double prefill_flops = 0;
+  if (o.prompt > 0)
+    for (const Step& s : io->plan(0, size_t(o.prompt)))
+      prefill_flops += (s.kind == StepKind::Prefill ? prefill_cost : decode_cost).flops(s.start_pos, int64_t(s.count));
+  double decode_bytes = 0, decode_flops = 0;
+  for (int64_t i = 0; i < o.gen; ++i) {
+    decode_bytes += decode_cost.decode_bytes(o.prompt + i + 1);
+    decode_flops += decode_cost.flops(o.prompt + i, 1);
+  }
+  if (o.gen > 0) decode_bytes /= double(o.gen), decode_flops /= double(o.gen);
+
+  const json meta = program->metadata();
+  const double cache_bytes = 2.0 * double(info.n_layers * info.n_kv_heads * info.max_context * info.head_dim) *
+                             double(dtype_size(info.cache_dtype));
+  j["model"] = {{"path", o.path},
+                {"model_type", meta.value("model_type", "")},
+                {"weights_dtype", meta.value("weights_dtype", "")},
+                {"cache_dtype", dtype_name(info.cache_dtype)},
+                {"n_layers", info.n_layers},
+                {"max_context", info.max_context},
+                {"prefill_len", info.prefill_len},
+                {"linear_params", decode_cost.linear_params},
+                {"weight_bytes", program->weight_bytes()},
+                {"cache_bytes", cache_bytes},
+                {"file_bytes", program->file_size()}};
+  j["threads"] = threads;
+  j["isa"] = kernels::isa_name(kernels::active_isa());
+  j["load"] = {{"seconds", load_s},
+               {"rss_growth_bytes", rss_loaded > rss_start ? rss_loaded - rss_start : 0},
+               {"first_prompt_seconds", first_s}};
+  if (!pp.empty()) {
+    Stats s = Stats::of(pp);
+    j["pp"] = {{"tokens", o.prompt}, {"tokens_per_s", s.to_json()}, {"flops_per_run", prefill_flops},
+               {"gflops", prefill_flops / double(o.prompt) * s.median / 1e9}};
+  }
+  if (!tg.empty()) {
+    Stats s = Stats::of(tg);
+    j["tg"] = {{"tokens", o.gen}, {"context_start", o.prompt}, {"tokens_per_s", s.to_json()},
+               {"bytes_per_token", decode_bytes}, {"flops_per_token", decode_flops},
+               {"gbps", decode_bytes * s.median / 1e9}};
+  }
+  const double budget = double(program->weight_bytes()) + cache_bytes + 64.0 * (1 << 20);
+  j["memory"] = {{"peak_rss_bytes", peak_rss},
+                 {"weights_plus_caches_bytes", double(program->weight_bytes()) + cache_bytes},
+                 {"budget_bytes", budget},
+                 {"within_budget", double(peak_rss) <= budget}};
+
+  if (o.ceilings) {
+    BandwidthResult bw = measure_bandwidth(&pool, o.bandwidth_bytes, 5);
+    PeakResult peak = measure_peak(&pool);
+    j["machine"] = {{"threads", threads},          {"read_gbps", bw.read_gbps},       {"triad_gbps", bw.triad_gbps},
+                    {"bandwidth_bytes", bw.bytes}, {"fma_gflops", peak.fma_gflops}, {"gemm_in_cache_gflops", peak.gemm_gflops},
+                    {"isa", peak.isa}};
+    if (j.contains("tg")) j["tg"]["fraction_of_bandwidth"] = j["tg"]["gbps"].get<double>() / bw.read_gbps;
+    if (j.contains("pp")) j["pp"]["fraction_of_peak"] = j["pp"]["gflops"].get<double>() / peak.fma_gflops;
+  }
+  return {std::move(j)};
+}
+
+}  // namespace hfstatic::bench

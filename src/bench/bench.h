@@ -1,0 +1,88 @@
+// Measurement for `hfstatic bench`: model throughput (prefill and decode, llama-bench style)
+// and the machine ceilings it is judged against (memory bandwidth, FMA peak), with a cost model
+// of a program's methods (bytes a decode step reads, FLOPs a prefill performs).
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace hfstatic {
+class Program;
+class ThreadPool;
+}  // namespace hfstatic
+
+namespace hfstatic::bench {
+
+// Median, min and max of repeated measurements.
+struct Stats {
+  double median = 0, min = 0, max = 0;
+  static Stats of(std::vector<double> samples);
+  nlohmann::json to_json() const;
+};
+
+// ---- machine ceilings -------------------------------------------------------------------
+
+struct BandwidthResult {
+  double read_gbps = 0;   // best pass: sum over the buffer (the decode access pattern)
+  double triad_gbps = 0;  // best pass: a = b + s * c (STREAM convention: 3 arrays counted)
+  uint64_t bytes = 0;     // buffer size
+};
+// STREAM-style passes over `bytes` of memory (much larger than the caches), split over the
+// pool's threads (none: one thread).
+BandwidthResult measure_bandwidth(ThreadPool* pool, uint64_t bytes, int passes);
+
+struct PeakResult {
+  double fma_gflops = 0;   // independent FMAs on registers: the single-precision peak
+  double gemm_gflops = 0;  // the library's linear kernel on an in-cache problem
+  std::string isa;
+};
+PeakResult measure_peak(ThreadPool* pool);
+
+// ---- cost model ---------------------------------------------------------------------------
+
+// Per-method costs read from the program's graph.
+struct MethodCost {
+  int64_t rows = 0;                // rows the method computes (prefill_len or 1)
+  double linear_params = 0;        // multiply-adds per row in linear ops
+  double weight_bytes = 0;         // bytes of linear and norm weights read once per call
+  double embedding_row_bytes = 0;  // bytes of one embedding row
+  // Per layer with attention: n_heads, n_kv_heads, head_dim, cache element size.
+  struct Attention {
+    int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0, elem = 0;
+  };
+  std::vector<Attention> attention;
+
+  // Bytes a decode step reads with `context` visible cache slots.
+  double decode_bytes(int64_t context) const;
+  // Useful FLOPs of feeding `count` tokens starting at `start` (rows beyond count are padding).
+  double flops(int64_t start, int64_t count) const;
+};
+MethodCost method_cost(const Program& program, const std::string& method);
+
+// ---- the model benchmark ----------------------------------------------------------------
+
+struct BenchOptions {
+  std::string path;
+  int64_t prompt = 128;  // -p
+  int64_t gen = 64;      // -n
+  int reps = 5;          // -r
+  int threads = 0;       // -t (0: all hardware threads)
+  uint64_t bandwidth_bytes = uint64_t(1) << 30;
+  bool ceilings = true;
+};
+
+struct BenchResult {
+  nlohmann::json json;  // everything, see docs/performance.md
+};
+
+// Loads the program, runs prefill and decode reps, then measures the ceilings (after the model,
+// so the bandwidth buffer does not count in the model's peak RSS). Throws Error.
+BenchResult run_bench(const BenchOptions& options);
+
+// Peak resident set size of this process (VmHWM), bytes; 0 if unknown.
+uint64_t peak_rss_bytes();
+// Current resident set size (VmRSS), bytes; 0 if unknown.
+uint64_t current_rss_bytes();
+
+}  // namespace hfstatic::bench

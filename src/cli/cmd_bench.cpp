@@ -1,0 +1,82 @@
+// hfstatic bench: prefill and decode throughput of a program, judged against the machine's
+// measured memory bandwidth and FMA peak.
+#include <cstdio>
+
+#include "bench/bench.h"
+#include "cli/args.h"
+#include "kernels/thread_pool.h"
+
+namespace hfstatic::cli {
+namespace {
+
+std::string stats_str(const nlohmann::json& s) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%9.2f (%.2f .. %.2f)", s["median"].get<double>(), s["min"].get<double>(), s["max"].get<double>());
+  return buf;
+}
+
+int run_bench_command(const std::vector<std::string>& argv) {
+  Args args(argv, {"-m|--model", "-p|--prompt", "-n|--gen", "-r|--reps", "-t|--threads", "--bandwidth-mib"},
+            {"--json", "--no-ceilings"});
+  args.expect_positional(0, "");
+  auto model = args.get("--model");
+  if (!model) throw UsageError{"missing -m FILE"};
+  bench::BenchOptions o;
+  o.path = *model;
+  o.prompt = args.get_int("--prompt", 128, 0, int64_t(1) << 24);
+  o.gen = args.get_int("--gen", 64, 0, int64_t(1) << 24);
+  o.reps = int(args.get_int("--reps", 5, 1, 1000));
+  o.threads = int(args.get_int("--threads", ThreadPool::hardware_threads(), 1, 1024));
+  o.bandwidth_bytes = uint64_t(args.get_int("--bandwidth-mib", 1024, 16, 1 << 20)) << 20;
+  o.ceilings = !args.has("--no-ceilings");
+  bench::BenchResult r = bench::run_bench(o);
+  const nlohmann::json& j = r.json;
+  if (args.has("--json")) {
+    std::printf("%s\n", j.dump(2).c_str());
+    return kExitOk;
+  }
+  const auto& m = j["model"];
+  std::printf("model    %s (%s, weights %s, cache %s, %lld layers)\n", m["path"].get<std::string>().c_str(),
+              m["model_type"].get<std::string>().c_str(), m["weights_dtype"].get<std::string>().c_str(),
+              m["cache_dtype"].get<std::string>().c_str(), (long long)m["n_layers"].get<int64_t>());
+  std::printf("threads  %d, kernels %s\n", j["threads"].get<int>(), j["isa"].get<std::string>().c_str());
+  std::printf("load     %.1f ms (first prompt %.1f ms)\n", j["load"]["seconds"].get<double>() * 1e3,
+              j["load"]["first_prompt_seconds"].get<double>() * 1e3);
+  const bool ceil = j.contains("machine");
+  if (j.contains("pp")) {
+    const auto& pp = j["pp"];
+    std::printf("pp%-5lld  %s tokens/s  %7.1f GFLOP/s", (long long)pp["tokens"].get<int64_t>(), stats_str(pp["tokens_per_s"]).c_str(),
+                pp["gflops"].get<double>());
+    if (ceil) std::printf("  %5.1f%% of FMA peak", 100 * pp["fraction_of_peak"].get<double>());
+    std::printf("\n");
+  }
+  if (j.contains("tg")) {
+    const auto& tg = j["tg"];
+    std::printf("tg%-5lld  %s tokens/s  %7.2f GB/s (%.1f MiB/token)", (long long)tg["tokens"].get<int64_t>(),
+                stats_str(tg["tokens_per_s"]).c_str(), tg["gbps"].get<double>(), tg["bytes_per_token"].get<double>() / (1 << 20));
+    if (ceil) std::printf("  %5.1f%% of read bandwidth", 100 * tg["fraction_of_bandwidth"].get<double>());
+    std::printf("\n");
+  }
+  const auto& mem = j["memory"];
+  std::printf("memory   peak RSS %.1f MiB; weights + caches %.1f MiB (+64 MiB budget: %s)\n",
+              mem["peak_rss_bytes"].get<double>() / (1 << 20), mem["weights_plus_caches_bytes"].get<double>() / (1 << 20),
+              mem["within_budget"].get<bool>() ? "within" : "over");
+  if (ceil) {
+    const auto& mc = j["machine"];
+    std::printf("machine  read %.2f GB/s, triad %.2f GB/s (%.0f MiB buffer); FMA peak %.1f GFLOP/s (%s), in-cache matmul %.1f GFLOP/s\n",
+                mc["read_gbps"].get<double>(), mc["triad_gbps"].get<double>(), mc["bandwidth_bytes"].get<double>() / (1 << 20),
+                mc["fma_gflops"].get<double>(), mc["isa"].get<std::string>().c_str(), mc["gemm_in_cache_gflops"].get<double>());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+HFSTATIC_COMMAND("bench", "measure prefill/decode throughput against the machine's bandwidth and FMA peak",
+                 "-m FILE [-p PROMPT_TOKENS=128] [-n GEN_TOKENS=64] [-r REPS=5] [-t THREADS] [--json]\n"
+                 "       [--no-ceilings] [--bandwidth-mib N=1024]\n"
+                 "  pp: the prompt fed from an empty cache; tg: -n decode steps after the prompt.\n"
+                 "  HFSTATIC_ISA=scalar|avx2|avx512 caps the kernel variant.",
+                 run_bench_command);
+
+}  // namespace hfstatic::cli
