@@ -170,7 +170,8 @@ std::shared_ptr<const Method> Method::load(std::shared_ptr<const Program> progra
         m->outputs_.push_back({it->second, i});
         break;
       case OutputMemory::Unplanned:
-        if (v.storage != Storage::Unplanned || v.index != i) fail(owhere, ": value '", o.value, "' backs more than one output");
+        if (v.storage != Storage::Unplanned) fail(owhere, ": an unplanned output must name a value a node produces, '", o.value, "' is not one");
+        if (v.index != i) fail(owhere, ": value '", o.value, "' backs more than one output");
         m->outputs_.push_back({it->second, i});
         break;
     }

@@ -4,9 +4,16 @@
 
 namespace hfstatic {
 
-std::shared_ptr<const Program> Program::load(const std::string& path) {
+std::shared_ptr<const Program> Program::load(const std::string& path) { return load_mapped(MappedFile::open(path)); }
+
+std::shared_ptr<const Program> Program::load_memory(const uint8_t* data, size_t size, const std::string& name) {
+  return load_mapped(MappedFile::borrow(data, size, name));
+}
+
+std::shared_ptr<const Program> Program::load_mapped(MappedFile file) {
   auto p = std::make_shared<Program>();
-  p->file_ = MappedFile::open(path);
+  p->file_ = std::move(file);
+  const std::string path = p->file_.path();
   SafetensorsOptions options;
   options.require_alignment = true;
   p->view_ = SafetensorsView::parse(p->file_.data(), p->file_.size(), path, options);
@@ -48,14 +55,21 @@ std::string program_embedded_file(const std::string& program_path, const std::st
   return Program::load(program_path)->embedded_file(name);
 }
 
+namespace {
+void check_weight_name(const std::string& name) {
+  if (name.rfind(kEmbeddedFilePrefix, 0) == 0) fail("weight name '", name, "' uses the reserved prefix ", kEmbeddedFilePrefix);
+}
+}  // namespace
+
 void ProgramWriter::add_weight(const std::string& name, DType dtype, const Shape& shape,
                                SafetensorsWriter::Producer producer) {
-  if (name.rfind(kEmbeddedFilePrefix, 0) == 0) fail("weight name '", name, "' uses the reserved prefix ", kEmbeddedFilePrefix);
+  check_weight_name(name);
   writer_.add(name, dtype, shape, std::move(producer));
 }
 
 void ProgramWriter::add_weight_bytes(const std::string& name, DType dtype, const Shape& shape,
                                      std::vector<uint8_t> bytes) {
+  check_weight_name(name);
   writer_.add_bytes(name, dtype, shape, std::move(bytes));
 }
 

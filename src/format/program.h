@@ -18,6 +18,8 @@ class Program {
  public:
   // Maps `path`, validates the container and the program spec's structure; throws Error.
   static std::shared_ptr<const Program> load(const std::string& path);
+  // The same checks over bytes that outlive the program (e.g. a program linked into the binary).
+  static std::shared_ptr<const Program> load_memory(const uint8_t* data, size_t size, const std::string& name);
 
   const std::string& path() const { return file_.path(); }
   uint64_t file_size() const { return file_.size(); }
@@ -31,6 +33,7 @@ class Program {
   uint64_t weight_bytes() const;
 
  private:
+  static std::shared_ptr<const Program> load_mapped(MappedFile file);
   MappedFile file_;
   SafetensorsView view_;
   ProgramSpec spec_;

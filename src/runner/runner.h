@@ -53,6 +53,7 @@ class Runner {
  public:
   // Loads the program, picks its IOManager, and its embedded tokenizer when it has one.
   static std::unique_ptr<Runner> load(const std::string& program_path, const RunnerOptions& options = {});
+  static std::unique_ptr<Runner> load(std::shared_ptr<const Program> program, const RunnerOptions& options = {});
   Runner(std::unique_ptr<IOManager> io, std::shared_ptr<const Tokenizer> tokenizer, const RunnerOptions& options = {});
   ~Runner();
 

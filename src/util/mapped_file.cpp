@@ -44,17 +44,27 @@ MappedFile MappedFile::open(const std::string& path) {
   return f;
 }
 
-MappedFile::MappedFile(MappedFile&& o) noexcept : path_(std::move(o.path_)), data_(o.data_), size_(o.size_) {
+MappedFile MappedFile::borrow(const uint8_t* data, size_t size, const std::string& name) {
+  MappedFile f;
+  f.path_ = name;
+  f.data_ = data;
+  f.size_ = size;
+  f.owned_ = false;
+  return f;
+}
+
+MappedFile::MappedFile(MappedFile&& o) noexcept : path_(std::move(o.path_)), data_(o.data_), size_(o.size_), owned_(o.owned_) {
   o.data_ = nullptr;
   o.size_ = 0;
 }
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   if (this != &o) {
-    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+    if (data_ && owned_) ::munmap(const_cast<uint8_t*>(data_), size_);
     path_ = std::move(o.path_);
     data_ = o.data_;
     size_ = o.size_;
+    owned_ = o.owned_;
     o.data_ = nullptr;
     o.size_ = 0;
   }
@@ -62,7 +72,7 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
 }
 
 MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (data_ && owned_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 AtomicFileWriter::AtomicFileWriter(const std::string& path)

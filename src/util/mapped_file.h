@@ -10,6 +10,8 @@ class MappedFile {
  public:
   // Maps the whole file read-only; throws Error naming the path on failure.
   static MappedFile open(const std::string& path);
+  // Wraps memory that outlives the object (e.g. data linked into the binary); nothing is unmapped.
+  static MappedFile borrow(const uint8_t* data, size_t size, const std::string& name);
   MappedFile() = default;
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&& other) noexcept;
@@ -25,6 +27,7 @@ class MappedFile {
   std::string path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  bool owned_ = true;
 };
 
 // Writes a file through a temporary sibling that is renamed into place on commit(); if the

@@ -19,6 +19,7 @@ namespace {
 using nlohmann::json;
 using testing::AllOf;
 using testing::HasSubstr;
+using testing::Not;
 
 template <typename F>
 std::string error_of(F&& f) {
@@ -575,6 +576,15 @@ TEST_F(ExecutorErrors, ArenaPlanKeepsLiveValuesApart) {
       if (lo > hi) std::swap(lo, hi);
       EXPECT_GE(uint64_t(hi - lo), value_bytes) << "outputs " << p << " and " << q << " overlap";
     }
+}
+
+TEST_F(ExecutorErrors, UnplannedOutputNamingAnInput) {
+  Graph g;
+  g.in("x", DType::F32, X).val("y", DType::F32, X).node("copy", {"x"}, {"y"});
+  g.out("y", "y", OutputMemory::Planned).out("x_out", "x", OutputMemory::Unplanned);
+  std::string e = load_error(g);
+  EXPECT_THAT(e, HasSubstr("method 'm' output 1 'x_out'"));
+  EXPECT_THAT(e, AllOf(HasSubstr("'x'"), Not(HasSubstr("backs more than one output"))));
 }
 
 TEST_F(ExecutorErrors, ArenaPlanWithMixedSizes) {

@@ -496,6 +496,12 @@ TEST_F(FormatErrors, TruncatedDataNamesATensorPastTheCut) {
   EXPECT_THAT(load_error(file, "short1.hfs"), HasSubstr("runs past the end of the data"));
 }
 
+TEST_F(FormatErrors, AddWeightBytesRejectsReservedPrefix) {
+  ProgramWriter writer(ProgramSpec{});
+  EXPECT_THAT(error_of([&] { writer.add_weight_bytes("hfstatic.file.x", DType::U8, {1}, {1}); }),
+              HasSubstr("weight name 'hfstatic.file.x' uses the reserved prefix"));
+}
+
 TEST_F(FormatErrors, RebuiltRealProgramStillLoads) {
   // The helper used by the spec tests changes nothing by itself.
   Parts p = split(read_bytes(real_program()));

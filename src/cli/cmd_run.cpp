@@ -1,0 +1,142 @@
+// hfstatic run: generate text (or token ids) from a program, streaming as it goes.
+// hfstatic validate: check a program against its I/O contract, listing every violation.
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "cli/args.h"
+#include "cli/default_program.h"
+#include "executor/method.h"
+#include "io/hf_static_io_manager.h"
+#include "runner/runner.h"
+#include "tokenizer/tokenizer.h"
+#include "util/mapped_file.h"
+
+namespace hfstatic::cli {
+namespace {
+
+std::vector<int64_t> parse_token_list(const std::string& text) {
+  std::vector<int64_t> ids;
+  std::string item;
+  std::stringstream ss(text);
+  while (std::getline(ss, item, ',')) {
+    std::stringstream one(item);
+    int64_t id;
+    std::string rest;
+    if (!(one >> id) || (one >> rest)) throw UsageError{"flag --tokens: '" + item + "' is not a token id"};
+    ids.push_back(id);
+  }
+  if (ids.empty()) throw UsageError{"flag --tokens: no token ids given"};
+  return ids;
+}
+
+int run_run(const std::vector<std::string>& argv) {
+  Args args(argv,
+            {"-m|--model", "-p|--prompt", "-f|--file", "-n|--n-predict", "--temp", "--top-k", "--top-p", "--min-p",
+             "--repeat-penalty", "--seed", "--tokens", "-t|--threads", "--stop", "--system"},
+            {"--chat", "--stats", "--ignore-eos"});
+  args.expect_positional(0, "");
+  if (args.has("--prompt") + args.has("--file") + args.has("--tokens") > 1)
+    throw UsageError{"give only one of -p, -f and --tokens"};
+  GenerationConfig config;
+  config.max_new_tokens = args.get_int("--n-predict", 64, 0, int64_t(1) << 24);
+  config.sampling.temperature = float(args.get_double("--temp", 0.0, 0.0, 100.0));
+  config.sampling.top_k = args.get_int("--top-k", 0, 0, int64_t(1) << 31);
+  config.sampling.top_p = float(args.get_double("--top-p", 1.0, 0.0, 1.0));
+  config.sampling.min_p = float(args.get_double("--min-p", 0.0, 0.0, 1.0));
+  config.sampling.repetition_penalty = float(args.get_double("--repeat-penalty", 1.0, 0.01, 100.0));
+  config.sampling.seed = uint64_t(args.get_int("--seed", 0, 0, INT64_MAX));
+  config.ignore_eos = args.has("--ignore-eos");
+  if (auto stop = args.get("--stop")) config.stop_strings.push_back(*stop);
+  RunnerOptions options;
+  options.threads = int(args.get_int("--threads", 0, 0, 1024));
+
+  std::unique_ptr<Runner> runner;
+  if (auto model = args.get("--model")) {
+    runner = Runner::load(*model, options);
+  } else {
+    auto bytes = default_program_bytes();
+    runner = Runner::load(Program::load_memory(bytes.data(), bytes.size(), kDefaultProgramName), options);
+  }
+
+  GenerationResult result;
+  if (auto tokens = args.get("--tokens")) {
+    if (args.has("--chat")) throw UsageError{"--chat takes text, not --tokens"};
+    std::vector<int64_t> ids = parse_token_list(*tokens);
+    result = runner->generate_tokens(ids, config, [](int64_t id) {
+      std::printf("%lld ", (long long)id);
+      std::fflush(stdout);
+      return true;
+    });
+    std::printf("\n");
+  } else {
+    std::string prompt = args.get_or("--prompt", "Once upon a time");
+    if (auto file = args.get("--file")) prompt = read_text_file(*file);
+    if (!runner->tokenizer()) throw Error("this program has no tokenizer; give the prompt as --tokens ids");
+    bool add_special = true;
+    if (args.has("--chat")) {
+      std::vector<ChatMessage> messages;
+      if (auto system = args.get("--system")) messages.push_back({"system", *system});
+      messages.push_back({"user", prompt});
+      prompt = runner->tokenizer()->apply_chat_template(messages, /*add_generation_prompt=*/true);
+      add_special = false;  // the template writes its own special tokens
+    }
+    std::fputs(args.has("--chat") ? "" : prompt.c_str(), stdout);
+    result = runner->generate(prompt, config, [](const std::string& piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    }, add_special);
+    std::printf("\n");
+  }
+  if (args.has("--stats")) {
+    const GenerationStats& s = result.stats;
+    std::fprintf(stderr,
+                 "stop: %s | load %.1f ms | ttft %.1f ms | prompt %lld tokens, %.1f tokens/s | generated %lld tokens, %.1f tokens/s | "
+                 "peak rss %.1f MiB\n",
+                 stop_reason_name(result.stop_reason), s.load_ms, s.ttft_ms, (long long)s.prompt_tokens, s.prefill_tokens_per_s(),
+                 (long long)s.generated_tokens, s.decode_tokens_per_s(), double(s.peak_rss_bytes) / (1 << 20));
+  }
+  return kExitOk;
+}
+
+int run_validate(const std::vector<std::string>& argv) {
+  Args args(argv, {}, {});
+  args.expect_positional(1, "FILE (a program file)");
+  const std::string& path = args.positional()[0];
+  auto program = Program::load(path);
+  std::vector<std::string> problems;
+  const auto& m = program->metadata();
+  const bool hf_static = m.contains("io_contract") && m["io_contract"] == "hf_static" && m.contains("version") && m["version"] == 1;
+  if (!hf_static) {
+    IOManagerRegistry::instance().load(program);  // throws: names the contract and lists the supported ones
+  }
+  problems = hf_static_v1_violations(*program);
+  if (problems.empty()) {
+    for (const auto& method : program->spec().methods) {
+      try {
+        Method::load(program, method.name);
+      } catch (const Error& e) {
+        problems.push_back(e.what());
+      }
+    }
+  }
+  if (!problems.empty()) {
+    std::fprintf(stderr, "%s: %zu problem%s\n", path.c_str(), problems.size(), problems.size() == 1 ? "" : "s");
+    for (const auto& p : problems) std::fprintf(stderr, "%s: %s\n", path.c_str(), p.c_str());
+    return kExitError;
+  }
+  std::printf("%s: valid hf_static v1 program (%lld layers, max_context %lld, prefill_len %lld, %s cache)\n", path.c_str(),
+              (long long)m["n_layers"].get<int64_t>(), (long long)m["max_context"].get<int64_t>(),
+              (long long)m["prefill_len"].get<int64_t>(), m["cache_dtype"].get<std::string>().c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+HFSTATIC_COMMAND("run", "generate text from a program (the embedded default without -m)",
+                 "[-m FILE] [-p PROMPT | -f FILE | --tokens ID,ID,...] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
+                 "       [--repeat-penalty R] [--seed S] [--stop STRING] [--ignore-eos] [--chat [--system TEXT]] [-t THREADS] [--stats]",
+                 run_run);
+HFSTATIC_COMMAND("validate", "check a program against its I/O contract, listing every violation", "FILE", run_validate);
+
+}  // namespace hfstatic::cli

@@ -1,0 +1,222 @@
+#include "runner/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "kernels/thread_pool.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hfstatic {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// Length of the longest suffix of `text` that is a proper prefix of some stop string: text
+// that may still turn into a stop string and must be held back.
+size_t held_back(const std::string& text, const std::vector<std::string>& stops) {
+  size_t hold = 0;
+  for (const auto& s : stops)
+    for (size_t len = std::min(text.size(), s.size() - 1); len > hold; --len)
+      if (text.compare(text.size() - len, len, s, 0, len) == 0) {
+        hold = len;
+        break;
+      }
+  return hold;
+}
+}  // namespace
+
+const char* stop_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::Eos: return "eos";
+    case StopReason::StopToken: return "stop_token";
+    case StopReason::StopString: return "stop_string";
+    case StopReason::Length: return "length";
+    case StopReason::ContextFull: return "context_full";
+    case StopReason::Stopped: return "stopped";
+  }
+  return "?";
+}
+
+double GenerationStats::decode_tokens_per_s() const {
+  // The first sampled token comes from the prompt's logits; every later one costs a decode step.
+  return decode_ms > 0 && generated_tokens > 1 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0;
+}
+
+uint64_t peak_rss_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  return 0;
+}
+
+std::unique_ptr<Runner> Runner::load(const std::string& path, const RunnerOptions& options) {
+  auto t0 = Clock::now();
+  auto runner = load(Program::load(path), options);
+  runner->load_ms_ = ms_since(t0);
+  return runner;
+}
+
+std::unique_ptr<Runner> Runner::load(std::shared_ptr<const Program> program, const RunnerOptions& options) {
+  auto t0 = Clock::now();
+  auto io = IOManagerRegistry::instance().load(program);
+  std::shared_ptr<const Tokenizer> tokenizer;
+  std::string tokenizer_json = program->embedded_file("tokenizer.json");
+  if (!tokenizer_json.empty())
+    tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_json(tokenizer_json, program->embedded_file("tokenizer_config.json")));
+  auto runner = std::make_unique<Runner>(std::move(io), std::move(tokenizer), options);
+  runner->load_ms_ = ms_since(t0);
+  return runner;
+}
+
+Runner::Runner(std::unique_ptr<IOManager> io, std::shared_ptr<const Tokenizer> tokenizer, const RunnerOptions& options)
+    : io_(std::move(io)),
+      tokenizer_(std::move(tokenizer)),
+      pool_(std::make_unique<ThreadPool>(options.threads > 0 ? options.threads : ThreadPool::hardware_threads())) {}
+
+Runner::~Runner() = default;
+
+void Runner::reset() {
+  io_->reset();
+  context_.clear();
+  fed_ = 0;
+}
+
+void Runner::rewind(size_t n) {
+  if (n > context_.size()) fail("cannot rewind ", n, " tokens: the context holds ", context_.size());
+  context_.resize(context_.size() - n);
+  fed_ = std::min<int64_t>(fed_, int64_t(context_.size()));
+}
+
+GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const GenerationConfig& config,
+                                         const std::function<bool(int64_t)>& on_token) {
+  const ModelInfo& m = io_->model();
+  const auto t0 = Clock::now();
+  stop_requested_.store(false);
+  if (config.max_new_tokens < 0) fail("max_new_tokens ", config.max_new_tokens, " is negative");
+  if (config.max_new_tokens > m.max_context)
+    fail("max_new_tokens ", config.max_new_tokens, " exceeds the model's max_context ", m.max_context);
+  if (!config.stop_strings.empty() && !tokenizer_) fail("stop strings need a tokenizer; this program has none");
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (prompt[i] < 0 || prompt[i] >= m.vocab_size)
+      fail("prompt token ", i, " = ", prompt[i], " is outside the vocabulary [0, ", m.vocab_size, ")");
+
+  // Unfed context (the last sampled token of the previous turn) goes first.
+  std::vector<int64_t> to_feed(context_.begin() + fed_, context_.end());
+  to_feed.insert(to_feed.end(), prompt.begin(), prompt.end());
+  if (to_feed.empty()) fail("nothing to feed: the prompt is empty and no token is pending");
+  std::vector<Step> steps;
+  try {
+    steps = io_->plan(fed_, to_feed.size());
+  } catch (const Error& e) {
+    fail(e.what(), " (context holds ", fed_, " tokens, prompt adds ", to_feed.size(), ")");
+  }
+  for (const Step& s : steps) {
+    io_->prepare(s.kind, s.start_pos, std::span<const int64_t>(to_feed).subspan(s.begin, s.count));
+    io_->bind();
+    Status st = io_->run(pool_.get());
+    // Nothing past fed_ is visible to later steps, so a failed prompt leaves the context as it was.
+    if (!st.ok()) fail(st.message());
+  }
+  context_.resize(size_t(fed_));
+  context_.insert(context_.end(), to_feed.begin(), to_feed.end());
+  fed_ = int64_t(context_.size());
+
+  GenerationResult result;
+  GenerationStats& stats = result.stats;
+  stats.load_ms = load_ms_;
+  stats.prompt_tokens = int64_t(to_feed.size());
+  stats.prefill_ms = ms_since(t0);
+
+  Sampler sampler(config.sampling);
+  std::unique_ptr<StreamDecoder> decoder;
+  if (tokenizer_) decoder = std::make_unique<StreamDecoder>(*tokenizer_, /*skip_special=*/true);
+  std::string text;
+  const auto decode_start = Clock::now();
+  result.stop_reason = StopReason::Length;
+  while (int64_t(result.tokens.size()) < config.max_new_tokens) {
+    if (stop_requested_.load()) {
+      result.stop_reason = StopReason::Stopped;
+      break;
+    }
+    const int64_t token = sampler.sample(io_->logits(), context_);
+    if (result.tokens.empty()) stats.ttft_ms = ms_since(t0);
+    result.tokens.push_back(token);
+    context_.push_back(token);  // pending: fed at the next step or the next turn
+    bool stop = false;
+    if (!config.ignore_eos && std::find(m.eos_ids.begin(), m.eos_ids.end(), token) != m.eos_ids.end()) {
+      result.stop_reason = StopReason::Eos;
+      stop = true;
+    } else if (std::find(config.stop_tokens.begin(), config.stop_tokens.end(), token) != config.stop_tokens.end()) {
+      result.stop_reason = StopReason::StopToken;
+      stop = true;
+    }
+    if (decoder && !stop) text += decoder->push(int32_t(token));
+    if (!config.stop_strings.empty()) {
+      size_t cut = std::string::npos;
+      for (const auto& s : config.stop_strings)
+        if (!s.empty()) cut = std::min(cut, text.find(s));
+      if (cut != std::string::npos) {
+        text.resize(cut);
+        result.stop_reason = StopReason::StopString;
+        stop = true;
+      }
+    }
+    if (on_token && !on_token(token)) {
+      result.stop_reason = StopReason::Stopped;
+      stop = true;
+    }
+    if (stop) break;
+    if (int64_t(result.tokens.size()) == config.max_new_tokens) break;
+    if (fed_ >= m.max_context) {
+      result.stop_reason = StopReason::ContextFull;
+      break;
+    }
+    std::vector<int64_t> one = {token};
+    io_->prepare(StepKind::Decode, fed_, one);
+    io_->bind();
+    Status st = io_->run(pool_.get());
+    if (!st.ok()) fail(st.message());
+    ++fed_;
+  }
+  if (decoder && result.stop_reason != StopReason::StopString) text += decoder->flush();
+  result.text = std::move(text);
+  stats.generated_tokens = int64_t(result.tokens.size());
+  stats.decode_ms = ms_since(decode_start);
+  stats.peak_rss_bytes = peak_rss_bytes();
+  return result;
+}
+
+GenerationResult Runner::generate(const std::string& prompt, const GenerationConfig& config,
+                                   const std::function<void(const std::string&)>& on_text, bool add_special_tokens) {
+  if (!tokenizer_) fail("this program has no tokenizer; pass token ids instead of text");
+  // Special tokens (bos) belong at the start of a conversation only.
+  const bool specials = add_special_tokens && context_.empty();
+  std::vector<int32_t> ids32 = tokenizer_->encode(prompt, specials);
+  std::vector<int64_t> ids(ids32.begin(), ids32.end());
+  if (!on_text) return generate_tokens(ids, config);
+
+  // Stream text: decode per token, holding back what could still become a stop string.
+  StreamDecoder decoder(*tokenizer_, /*skip_special=*/true);
+  std::string text;
+  size_t emitted = 0;
+  GenerationResult r = generate_tokens(ids, config, [&](int64_t token) {
+    text += decoder.push(int32_t(token));
+    size_t safe = text.size() - held_back(text, config.stop_strings);
+    for (const auto& s : config.stop_strings)
+      if (!s.empty()) safe = std::min(safe, text.find(s) == std::string::npos ? safe : text.find(s));
+    if (safe > emitted) {
+      on_text(text.substr(emitted, safe - emitted));
+      emitted = safe;
+    }
+    return true;
+  });
+  if (r.text.size() > emitted) on_text(r.text.substr(emitted));
+  return r;
+}
+
+}  // namespace hfstatic

@@ -1,0 +1,80 @@
+#include "runner/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace hfstatic {
+
+Sampler::Sampler(const SamplingConfig& config) : config_(config), state_(config.seed ^ 0x5851f42d4c957f2dull) {}
+
+double Sampler::uniform() {
+  uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return double(z >> 11) * 0x1.0p-53;
+}
+
+int64_t Sampler::sample(std::span<const float> logits, std::span<const int64_t> recent) {
+  const int64_t n = int64_t(logits.size());
+  scratch_.assign(logits.begin(), logits.end());
+  if (config_.repetition_penalty != 1.0f) {
+    const size_t window = size_t(std::max<int64_t>(0, config_.repetition_window));
+    const size_t from = recent.size() > window ? recent.size() - window : 0;
+    std::vector<int64_t> seen(recent.begin() + from, recent.end());
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    for (int64_t t : seen) {
+      if (t < 0 || t >= n) continue;
+      float& l = scratch_[size_t(t)];
+      l = l > 0 ? l / config_.repetition_penalty : l * config_.repetition_penalty;
+    }
+  }
+  // NaN logits never win.
+  for (float& l : scratch_)
+    if (std::isnan(l)) l = -INFINITY;
+  if (config_.temperature <= 0.0f) return std::max_element(scratch_.begin(), scratch_.end()) - scratch_.begin();
+
+  order_.resize(size_t(n));
+  std::iota(order_.begin(), order_.end(), 0);
+  int64_t keep = n;
+  if (config_.top_k > 0 && config_.top_k < n) keep = config_.top_k;
+  std::partial_sort(order_.begin(), order_.begin() + keep, order_.end(),
+                    [&](int64_t a, int64_t b) { return scratch_[size_t(a)] > scratch_[size_t(b)]; });
+  order_.resize(size_t(keep));
+
+  const float top = scratch_[size_t(order_[0])];
+  std::vector<double> probs(order_.size());
+  double total = 0;
+  for (size_t i = 0; i < order_.size(); ++i) {
+    probs[i] = std::exp(double(scratch_[size_t(order_[i])] - top) / config_.temperature);
+    total += probs[i];
+  }
+  for (double& p : probs) p /= total;
+  size_t cut = probs.size();
+  if (config_.min_p > 0) {
+    const double threshold = config_.min_p * probs[0];
+    while (cut > 1 && probs[cut - 1] < threshold) --cut;
+  }
+  if (config_.top_p < 1.0f) {
+    double cumulative = 0;
+    for (size_t i = 0; i < cut; ++i) {
+      cumulative += probs[i];
+      if (cumulative >= config_.top_p) {
+        cut = i + 1;
+        break;
+      }
+    }
+  }
+  double mass = 0;
+  for (size_t i = 0; i < cut; ++i) mass += probs[i];
+  double r = uniform() * mass;
+  for (size_t i = 0; i < cut; ++i) {
+    r -= probs[i];
+    if (r < 0) return order_[i];
+  }
+  return order_[cut - 1];
+}
+
+}  // namespace hfstatic
