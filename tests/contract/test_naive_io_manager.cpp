@@ -202,6 +202,11 @@ TEST_P(TailRouting, NaivePlanRunsAPaddedPrefillPastTheContext) {
 
   auto naive = naive_io(program, NaiveDefects::only_no_tail_routing());
   EXPECT_TRUE(overflows(naive->plan(0, f.prompt.size()))) << "the naive plan fits: the fixture has no tail";
+  // The real IOManager refuses to prepare such a call.
+  EXPECT_THROW(real->prepare(StepKind::Prefill, C - T + 1, std::vector<int64_t>{1}), Error);
+  // (This executor's cache_write stores real rows only, so the naive call itself still runs;
+  // the plan is what breaks the contract, and a program whose graph writes all T rows would
+  // overflow the cache.)
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, TailRouting, testing::ValuesIn(valid_where([](const ValidFixture& f) { return f.tail_routed(); })),
