@@ -739,8 +739,9 @@ void Tokenizer::Impl::merge_symbols(std::vector<int32_t>& syms) const {
 }
 
 void Tokenizer::Impl::bpe_word(std::string_view word, std::vector<int32_t>& out) const {
+  constexpr size_t kMaxCachedWordBytes = 256, kMaxCachedWords = 200000;
   if (word.empty()) return;
-  {
+  if (word.size() <= kMaxCachedWordBytes) {
     std::lock_guard<std::mutex> lock(cache_mutex);
     auto it = cache.find(word);
     if (it != cache.end()) {
@@ -766,6 +767,15 @@ void Tokenizer::Impl::bpe_word(std::string_view word, std::vector<int32_t>& out)
       const bool last = p + len == end;
       decltype(vocab.end()) it;
       if (continuing_subword_prefix.empty() && end_of_word_suffix.empty()) {
+        if (cp < 0x10000) {
+          const int32_t id = bmp_char_ids[cp];
+          if (id >= 0) {
+            syms.push_back(id);
+            last_unk = false;
+            p += len;
+            continue;
+          }
+        }
         it = vocab.find(ch);
       } else {
         scratch.clear();
@@ -792,8 +802,9 @@ void Tokenizer::Impl::bpe_word(std::string_view word, std::vector<int32_t>& out)
     if (syms.size() > 1) merge_symbols(syms);
   }
   out.insert(out.end(), syms.begin(), syms.end());
+  if (word.size() > kMaxCachedWordBytes) return;  // long words (e.g. whole SentencePiece sections) are not worth caching
   std::lock_guard<std::mutex> lock(cache_mutex);
-  if (cache.size() > 200000) cache.clear();
+  if (cache.size() >= kMaxCachedWords) cache.clear();
   cache.emplace(std::string(word), syms);
 }
 
@@ -993,6 +1004,14 @@ Tokenizer Tokenizer::from_json(const std::string& tokenizer_json, const std::str
       t.byte_fallback_ids[b] = it == t.vocab.end() ? -1 : it->second;
       t.has_byte_fallback_ids = t.has_byte_fallback_ids || it != t.vocab.end();
     }
+  }
+
+  t.bmp_char_ids.assign(0x10000, -1);
+  for (const auto& [token, id] : t.vocab) {
+    if (token.empty() || !unicode::is_valid_utf8(token)) continue;
+    char32_t cp;
+    const size_t len = unicode::decode(token.data(), token.data() + token.size(), cp);
+    if (len == token.size() && cp < 0x10000) t.bmp_char_ids[cp] = id;
   }
 
   // Added tokens: they also become vocabulary entries.

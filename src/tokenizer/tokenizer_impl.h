@@ -132,6 +132,7 @@ struct Tokenizer::Impl {
   bool fuse_unk = false, byte_fallback = false, ignore_merges = false;
   std::string continuing_subword_prefix, end_of_word_suffix;
   int32_t byte_fallback_ids[256];
+  std::vector<int32_t> bmp_char_ids;  // id of each single-code-point token below U+10000, or -1
   bool has_byte_fallback_ids = false;
 
   // Components

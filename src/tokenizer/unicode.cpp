@@ -162,20 +162,9 @@ std::string to_valid_utf8(std::string_view s) {
   return out;
 }
 
-std::string nfc(std::string_view s) {
+static std::string nfc_full(std::string_view s) {
   const char* p = s.data();
   const char* end = p + s.size();
-  bool needed = false;
-  while (p < end) {
-    if (static_cast<unsigned char>(*p) < 0xCC) {  // below U+0300 nothing composes or decomposes
-      p += (static_cast<unsigned char>(*p) < 0x80) ? 1 : 2;
-      continue;
-    }
-    char32_t cp;
-    p += decode(p, end, cp);
-    if (nfc_may_change(cp)) { needed = true; break; }
-  }
-  if (!needed) return std::string(s);
 
   std::vector<char32_t> cps;
   cps.reserve(s.size());
@@ -222,6 +211,55 @@ std::string nfc(std::string_view s) {
   result.reserve(s.size());
   for (char32_t cp : out) append_utf8(result, cp);
   return result;
+}
+
+// Only the stretches around code points that NFC may change are normalized; a code point
+// outside kNfcCheckRanges is a starter that never composes with what precedes it, so it
+// bounds such a stretch.
+std::string nfc(std::string_view s) {
+  const char* base = s.data();
+  const char* end = base + s.size();
+  std::string out;
+  size_t copied = 0;     // bytes of s already in out
+  size_t last_safe = 0;  // start of the last code point that NFC leaves alone
+  bool changed = false;
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto b0 = static_cast<unsigned char>(s[i]);
+    if (b0 < 0xCC) {  // below U+0300
+      last_safe = i;
+      i += b0 < 0x80 ? 1 : 2;
+      continue;
+    }
+    char32_t cp;
+    const size_t len = decode(base + i, end, cp);
+    if (!nfc_may_change(cp)) {
+      last_safe = i;
+      i += len;
+      continue;
+    }
+    // Stretch [last_safe, j) where j is the next code point NFC leaves alone.
+    size_t j = i + len;
+    while (j < s.size()) {
+      char32_t c2;
+      const size_t l2 = decode(base + j, end, c2);
+      if (c2 < 0x300 || !nfc_may_change(c2)) break;
+      j += l2;
+    }
+    const size_t from = std::max(last_safe, copied);
+    if (!changed) {
+      out.reserve(s.size());
+      changed = true;
+    }
+    out.append(s.substr(copied, from - copied));
+    out += nfc_full(s.substr(from, j - from));
+    copied = j;
+    last_safe = j;
+    i = j;
+  }
+  if (!changed) return std::string(s);
+  out.append(s.substr(copied));
+  return out;
 }
 
 }  // namespace hfstatic::unicode

@@ -164,6 +164,9 @@ TEST(TokenizerUnit, UnicodeTablesAndNfc) {
   EXPECT_EQ(unicode::nfc("o\xCC\xA3\xCC\x82"), "\xE1\xBB\x99");              // o + dot below + circumflex -> ộ
   EXPECT_EQ(unicode::nfc("\xE1\x84\x80\xE1\x85\xA1"), "\xEA\xB0\x80");     // Hangul jamo -> 가
   EXPECT_EQ(unicode::nfc("abc"), "abc");
+  // Only the stretch around the combining mark changes; text on both sides is copied as is.
+  EXPECT_EQ(unicode::nfc("\xE6\x97\xA5x e\xCC\x81\xCC\x81 \xE4\xB8\xAD A\xCC\x8A\xCC\x81!"),
+            "\xE6\x97\xA5x \xC3\xA9\xCC\x81 \xE4\xB8\xAD \xC7\xBA!");
 }
 
 }  // namespace
