@@ -143,6 +143,14 @@ std::vector<ExpectedValue> expected_inputs(const ModelInfo& info, int64_t rows) 
   return v;
 }
 
+// The input a repeated-state output copies: the source of the `copy` node producing it, or "".
+std::string repeated_source(const MethodSpec& m, const std::string& value) {
+  for (const auto& node : m.nodes)
+    if (node.outputs.size() == 1 && node.outputs[0] == value)
+      return node.op == "copy" && node.inputs.size() == 1 ? node.inputs[0] : std::string();
+  return {};
+}
+
 void validate_method(const MethodSpec& m, const ModelInfo& info, int64_t rows, std::vector<std::string>& out) {
   const std::string where = cat("method '", m.name, "'");
   const auto inputs = expected_inputs(info, rows);
@@ -198,6 +206,9 @@ void validate_method(const MethodSpec& m, const ModelInfo& info, int64_t rows, s
       else if (m.outputs[idx].memory != OutputMemory::Unplanned)
         out.push_back(cat(where, " output ", idx, " (repeated ", e.role, "): must be unplanned (bound to the state buffer), got ",
                           output_memory_name(m.outputs[idx].memory)));
+      else if (std::string source = repeated_source(m, m.outputs[idx].value); source != m.inputs[3 + j].name)
+        out.push_back(cat(where, " output ", idx, " (repeated ", e.role, "): must repeat input ", 3 + j, " '", m.inputs[3 + j].name,
+                          "', but it repeats ", source.empty() ? "no state input" : "'" + source + "'"));
     }
   }
 }

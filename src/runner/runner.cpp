@@ -155,7 +155,8 @@ GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const 
       result.stop_reason = StopReason::StopToken;
       stop = true;
     }
-    if (decoder && !stop) text += decoder->push(int32_t(token));
+    // Models often pad their vocabulary past the tokenizer's ids: such ids have no text.
+    if (decoder && !stop && token < tokenizer_->vocab_size()) text += decoder->push(int32_t(token));
     if (!config.stop_strings.empty()) {
       size_t cut = std::string::npos;
       for (const auto& s : config.stop_strings)
@@ -205,7 +206,7 @@ GenerationResult Runner::generate(const std::string& prompt, const GenerationCon
   std::string text;
   size_t emitted = 0;
   GenerationResult r = generate_tokens(ids, config, [&](int64_t token) {
-    text += decoder.push(int32_t(token));
+    if (token < tokenizer_->vocab_size()) text += decoder.push(int32_t(token));
     size_t safe = text.size() - held_back(text, config.stop_strings);
     for (const auto& s : config.stop_strings)
       if (!s.empty()) safe = std::min(safe, text.find(s) == std::string::npos ? safe : text.find(s));

@@ -182,7 +182,7 @@ TEST(RunnerStop, StopFromAnotherThreadEndsAtTheNextToken) {
 // The tiny checkpoints' tokenizer knows 259 ids while the model's vocab_size is 272 (real
 // checkpoints pad their vocabularies the same way). Sampling an id the tokenizer does not know
 // must not end generation with an error: generate_tokens works on token ids.
-TEST(RunnerTokenizer, DISABLED_IdsPastTheTokenizerDoNotFailGeneration) {
+TEST(RunnerTokenizer, IdsPastTheTokenizerDoNotFailGeneration) {
   const ValidFixture& f = valid_fixture("f16");
   RunnerOptions o;
   o.threads = 1;

@@ -1,6 +1,4 @@
-// Contract cases the implementation does not yet reject. Each test states what the contract
-// requires; they are disabled until src/io/hf_static_io_manager.cpp checks it (run them with
-// --gtest_also_run_disabled_tests).
+// The repeated state must follow input order; a suffix in another order is a contract violation.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,8 +13,8 @@ namespace {
 // A program whose suffix lists v_cache_0 before k_cache_0 has the right dtypes and shapes, so
 // a dtype/shape check passes it; bound by position, the copy of k_cache_0 then lands in the
 // v_cache_0 buffer and the other way round, and the caches are silently corrupted.
-TEST(KnownGaps, DISABLED_RepeatedStateOutOfInputOrderIsRejected) {
-  test::TempDir dir("contract-gap");
+TEST(RepeatedStateOrder, OutOfInputOrderIsRejected) {
+  test::TempDir dir("contract-order");
   const ValidFixture& base = valid_fixture("f32_repeat");
   auto program = Program::load(fixture_path(base));
   ProgramSpec spec = program->spec();
