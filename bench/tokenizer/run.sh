@@ -5,7 +5,10 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${1:-$root/build}"
 "$root/scripts/install-test-references.sh" >/dev/null
-cmake --build "$build" --target bench_tokenizer >/dev/null
+if ! cmake --build "$build" --target bench_tokenizer >/dev/null; then
+  echo "cannot build bench_tokenizer in $build (is bench/ added to the top-level CMakeLists.txt?)" >&2
+  exit 1
+fi
 exe="$(find "$build" -name bench_tokenizer -type f -perm -u+x | head -n1)"
 cpp="$("$exe")"
 ref="$(cd "$root/tools/tokenizer-reference" && node bench.mjs "$root/tests/tokenizer/corpus")"
