@@ -1,6 +1,7 @@
 // Tests of `hfstatic tokenize` / `hfstatic detokenize`, run as a subprocess.
 #include <gtest/gtest.h>
 
+#include "format/program.h"
 #include "test_helpers.h"
 #include "tiny_tokenizer.h"
 
@@ -57,6 +58,23 @@ TEST_F(TokenizeCli, InvalidTokenizerIsAOneLineError) {
   r = run_command("echo '11 abc' | " + cli("detokenize -t " + shell_quote(dir_ + "/tokenizer.json") + " 2>&1"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("abc"), std::string::npos) << r.out;
+}
+
+TEST_F(TokenizeCli, ReadsTheTokenizerEmbeddedInAProgram) {
+  ProgramWriter writer(ProgramSpec{});
+  writer.add_file("tokenizer.json", test::tiny_tokenizer_json());
+  writer.write(dir_ + "/model.hfs");
+  auto r = run_command(cli("tokenize -t " + shell_quote(dir_ + "/model.hfs") + " < " + shell_quote(dir_ + "/text.txt")));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "14 11 12 3 6 2 7\n");
+  r = run_command("echo '11 12 3 6 2 7' | " + cli("detokenize -t " + shell_quote(dir_ + "/model.hfs")));
+  EXPECT_EQ(r.out, "hello world");
+
+  ProgramWriter empty(ProgramSpec{});
+  empty.write(dir_ + "/none.hfs");
+  r = run_command(cli("tokenize -t " + shell_quote(dir_ + "/none.hfs") + " < /dev/null 2>&1"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("no embedded tokenizer.json"), std::string::npos) << r.out;
 }
 
 }  // namespace

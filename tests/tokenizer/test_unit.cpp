@@ -133,6 +133,24 @@ TEST(TokenizerUnit, SentencePieceStyleBpeWithByteFallback) {
   EXPECT_EQ(s.flush(), "");
 }
 
+TEST(TokenizerUnit, MetaspacePreTokenizerPrependsOnTheFirstSectionOnly) {
+  // Mistral v0.3 style: Metaspace(prepend_scheme=first, split=false), Metaspace decoder.
+  const std::string json = R"({
+    "added_tokens": [{"id": 1, "content": "<s>", "special": true, "normalized": false}],
+    "normalizer": null,
+    "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": false},
+    "post_processor": null,
+    "decoder": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": false},
+    "model": {"type": "BPE", "unk_token": "<unk>", "fuse_unk": true,
+      "vocab": {"<unk>": 0, "<s>": 1, "▁": 2, "a": 3, "b": 4, "▁a": 5, "▁b": 6},
+      "merges": ["▁ a", "▁ b"]}})";
+  const Tokenizer t = Tokenizer::from_json(json, "");
+  EXPECT_EQ(t.encode("a b"), (V{5, 6}));         // "▁a▁b"
+  EXPECT_EQ(t.encode("a<s>a b"), (V{5, 1, 3, 6}));  // no ▁ after the special token
+  EXPECT_EQ(t.encode("a c"), (V{5, 2, 0}));       // unknown 'c' -> <unk>
+  EXPECT_EQ(t.decode({5, 6}), "a b");
+}
+
 TEST(TokenizerUnit, SplitPatternsFollowTheRegexSemantics) {
   auto split = [](tokenizer::SplitPattern p, const std::string& s) {
     std::vector<std::pair<size_t, size_t>> m;
