@@ -48,14 +48,14 @@ int run_bench_command(const std::vector<std::string>& argv) {
     std::printf("pp%-5lld  %s tokens/s  %7.1f GFLOP/s", (long long)pp["tokens"].get<int64_t>(), stats_str(pp["tokens_per_s"]).c_str(),
                 pp["gflops"].get<double>());
     if (ceil) std::printf("  %5.1f%% of FMA peak", 100 * pp["fraction_of_peak"].get<double>());
-    std::printf("\n");
+    std::printf("  cpu %.0f%%\n", 100 * pp["cpu_share"].get<double>());
   }
   if (j.contains("tg")) {
     const auto& tg = j["tg"];
     std::printf("tg%-5lld  %s tokens/s  %7.2f GB/s (%.1f MiB/token)", (long long)tg["tokens"].get<int64_t>(),
                 stats_str(tg["tokens_per_s"]).c_str(), tg["gbps"].get<double>(), tg["bytes_per_token"].get<double>() / (1 << 20));
     if (ceil) std::printf("  %5.1f%% of read bandwidth", 100 * tg["fraction_of_bandwidth"].get<double>());
-    std::printf("\n");
+    std::printf("  cpu %.0f%%\n", 100 * tg["cpu_share"].get<double>());
   }
   const auto& mem = j["memory"];
   std::printf("memory   peak RSS %.1f MiB; weights + caches %.1f MiB (+64 MiB budget: %s)\n",

@@ -234,9 +234,10 @@ TEST(Kernels, AttentionMatchesScalar) {
       std::vector<float> want(q.size());
       ref.attention(q.data(), c.rows, c.n_heads, c.n_kv_heads, c.head_dim, kc.bytes.data(), vc.bytes.data(), ct, c.context,
                     mask.data(), scale, want.data());
-      if (c.rows > 1)
+      if (c.rows > 1) {
         for (int64_t i = 0; i < c.n_heads * c.head_dim; ++i)
           ASSERT_EQ(want[size_t((c.rows - 1) * c.n_heads * c.head_dim + i)], 0.0f);
+      }
       for (Isa isa : simd_isas())
         for (int threads : kThreads) {
           std::vector<float> got(q.size(), 99.0f);
