@@ -18,6 +18,7 @@ packages=(
   build-essential cmake ninja-build pkg-config   # toolchain
   libgtest-dev libgmock-dev googletest           # unit tests
   nlohmann-json3-dev                             # JSON headers, program and checkpoint metadata
+  libcpp-httplib-dev                             # HTTP server of hfstatic serve
   python3 python3-numpy                          # independent NumPy reference of the HF forward pass
 )
 # Node.js (with npm) runs the Hugging Face tokenizer reference; keep a Node.js that is already

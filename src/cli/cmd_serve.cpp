@@ -1,0 +1,78 @@
+// hfstatic serve: an OpenAI-compatible HTTP server over one program (see src/server/README.md).
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "cli/args.h"
+#include "cli/default_program.h"
+#include "server/server.h"
+
+namespace hfstatic::cli {
+namespace {
+
+int run_serve(const std::vector<std::string>& argv) {
+  Args args(argv, {"-m|--model", "--host", "--port", "--slots", "--queue", "--api-key", "-t|--threads", "--alias", "--max-body"}, {});
+  args.expect_positional(0, "");
+  server::ServerOptions options;
+  options.host = args.get_or("--host", "127.0.0.1");
+  options.port = int(args.get_int("--port", 8080, 0, 65535));
+  options.slots = int(args.get_int("--slots", 1, 1, 256));
+  options.queue = int(args.get_int("--queue", 2 * options.slots, 0, 4096));
+  options.api_key = args.get_or("--api-key", "");
+  options.threads = int(args.get_int("--threads", 0, 0, 1024));
+  options.max_body_bytes = size_t(args.get_int("--max-body", 1 << 20, 1024, int64_t(1) << 30));
+  if (args.has("--api-key") && options.api_key.empty()) throw UsageError{"flag --api-key: the key is empty"};
+
+  std::shared_ptr<const Program> program;
+  if (auto model = args.get("--model")) {
+    program = Program::load(*model);
+    options.model_name = std::filesystem::path(*model).stem().string();
+  } else {
+    auto bytes = default_program_bytes();
+    program = Program::load_memory(bytes.data(), bytes.size(), kDefaultProgramName);
+    options.model_name = "default";
+  }
+  if (auto alias = args.get("--alias")) options.model_name = *alias;
+
+  // SIGINT and SIGTERM stop the server from a thread of its own (not from a signal handler);
+  // blocked before any other thread starts, so that every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR2);  // sent by this function to end the waiter
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  server::Server server(program, options);
+  const int port = server.bind();
+  std::printf("hfstatic serve: %s on http://%s:%d (%d slot%s, queue %d, %d thread%s per slot)\n", options.model_name.c_str(),
+              options.host.c_str(), port, server.options().slots, server.options().slots == 1 ? "" : "s",
+              server.options().queue, server.options().threads, server.options().threads == 1 ? "" : "s");
+  std::fflush(stdout);
+
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (sig != SIGUSR2) {
+      std::fprintf(stderr, "hfstatic serve: stopping (signal %d)\n", sig);
+      server.stop();
+    }
+  });
+  server.serve();
+  // serve() also returns when listening fails; end the waiter either way.
+  pthread_kill(waiter.native_handle(), SIGUSR2);
+  waiter.join();
+  return kExitOk;
+}
+
+}  // namespace
+
+HFSTATIC_COMMAND("serve", "serve a program over an OpenAI-compatible HTTP API (the embedded default without -m)",
+                 "[-m FILE] [--host 127.0.0.1] [--port 8080] [--slots N] [--queue N (default 2*slots)] [--api-key KEY]\n"
+                 "       [-t THREADS (per slot)] [--alias NAME] [--max-body BYTES (default 1 MiB)]",
+                 run_serve);
+
+}  // namespace hfstatic::cli

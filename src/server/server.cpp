@@ -1,0 +1,340 @@
+#include "server/server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <ctime>
+#include <random>
+#include <thread>
+
+#include <httplib.h>
+
+#include "runner/runner.h"
+#include "server/openai.h"
+#include "server/slot_pool.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace hfstatic::server {
+
+using nlohmann::json;
+
+namespace {
+
+void send_json(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(dump(body), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status, error_body(e)); }
+
+bool same_secret(const std::string& a, const std::string& b) {
+  // Length-independent time for equal lengths; a different length is no secret worth hiding.
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+const char* status_error_type(int status) {
+  switch (status) {
+    case 401: return "invalid_request_error";
+    case 404: return "invalid_request_error";
+    case 413: return "invalid_request_error";
+    default: return status >= 500 ? "server_error" : "invalid_request_error";
+  }
+}
+
+}  // namespace
+
+struct Server::Impl {
+  ServerOptions options;
+  std::shared_ptr<const Program> program;
+  std::vector<std::unique_ptr<Runner>> runners;
+  const Tokenizer* tokenizer = nullptr;  // runner 0's; const use only, from any thread
+  ModelLimits limits;
+  std::unique_ptr<SlotPool> pool;
+  httplib::Server http;
+  std::atomic<bool> stopping{false};
+  std::atomic<uint64_t> next_id{0};
+  uint64_t id_salt = std::random_device{}();
+
+  std::string make_id(const char* prefix) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s-%08llx%08llx", prefix, (unsigned long long)(id_salt & 0xffffffff),
+                  (unsigned long long)next_id.fetch_add(1));
+    return buf;
+  }
+
+  void routes();
+  void generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
+  // Sleeps options.token_interval (in short steps, so that stop() is prompt).
+  void pace() {
+    auto left = options.token_interval;
+    while (left.count() > 0 && !stopping.load()) {
+      auto step = std::min(left, std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(step);
+      left -= step;
+    }
+  }
+};
+
+Server::Server(std::shared_ptr<const Program> program, ServerOptions options) : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  if (options.slots < 1) fail("--slots must be at least 1 (got ", options.slots, ")");
+  if (options.queue < 0) options.queue = 2 * options.slots;
+  if (options.threads <= 0) {
+    const int hw = int(std::max(1u, std::thread::hardware_concurrency()));
+    options.threads = std::max(1, hw / options.slots);
+  }
+  s.options = options;
+  s.program = std::move(program);
+  RunnerOptions ro;
+  ro.threads = options.threads;
+  for (int i = 0; i < options.slots; ++i) s.runners.push_back(Runner::load(s.program, ro));
+  s.tokenizer = s.runners[0]->tokenizer();
+  if (!s.tokenizer) fail("this program has no tokenizer; the server takes text prompts only");
+  s.limits.max_context = s.runners[0]->model().max_context;
+  s.limits.has_chat_template = !s.tokenizer->chat_template().empty();
+  s.pool = std::make_unique<SlotPool>(size_t(options.slots), size_t(options.queue));
+#ifndef _WIN32
+  std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error return, not a signal
+#endif
+  s.routes();
+}
+
+Server::~Server() {
+  stop();
+}
+
+const ServerOptions& Server::options() const { return impl_->options; }
+size_t Server::slots_busy() const { return impl_->pool->busy(); }
+size_t Server::queue_waiting() const { return impl_->pool->waiting(); }
+
+int Server::bind() {
+  Impl& s = *impl_;
+  int port = s.options.port;
+  if (port == 0) {
+    port = s.http.bind_to_any_port(s.options.host);
+    if (port <= 0) fail("cannot bind ", s.options.host, " (any port)");
+  } else if (!s.http.bind_to_port(s.options.host, port)) {
+    fail("cannot bind ", s.options.host, ":", port, " (in use, or not an address of this machine)");
+  }
+  s.options.port = port;
+  return port;
+}
+
+void Server::serve() { impl_->http.listen_after_bind(); }
+
+void Server::stop() {
+  Impl& s = *impl_;
+  s.stopping.store(true);
+  s.pool->shutdown();
+  for (auto& r : s.runners) r->stop();
+  s.http.stop();
+}
+
+void Server::Impl::routes() {
+  // Connections waiting for a slot and streams each hold a thread; leave room to answer the
+  // requests past the queue (503), health checks and bad requests meanwhile.
+  const size_t threads = size_t(options.slots + options.queue) + 16;
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http.set_payload_max_length(options.max_body_bytes);
+  http.set_read_timeout(options.read_timeout_s, 0);
+  http.set_write_timeout(options.write_timeout_s, 0);
+  http.set_keep_alive_timeout(5);
+  http.set_keep_alive_max_count(100);
+  http.set_tcp_nodelay(true);
+
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    const std::string auth = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    if (auth.compare(0, prefix.size(), prefix) == 0 && same_secret(auth.substr(prefix.size()), options.api_key))
+      return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, ApiError(401,
+                             auth.empty() ? "You didn't provide an API key: send 'Authorization: Bearer KEY'"
+                                          : "Incorrect API key provided",
+                             "", "invalid_api_key"));
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
+  // Errors httplib answers itself (no route, body too large, unreadable request) get JSON too.
+  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty() || res.is_chunked_content_provider_) return httplib::Server::HandlerResponse::Unhandled;
+    std::string message;
+    std::string code;
+    switch (res.status) {
+      case 404: message = "Unknown request URL: " + req.method + " " + req.path; code = "not_found"; break;
+      case 413: message = "The request body is too large"; code = "request_too_large"; break;
+      case 400: message = "The request could not be read"; break;
+      default: message = "HTTP error " + std::to_string(res.status);
+    }
+    send_json(res, res.status, error_body(ApiError(res.status, message, "", code, status_error_type(res.status))));
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string message = "internal error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      message = e.what();
+    } catch (...) {
+    }
+    send_error(res, ApiError(500, message, "", "internal_error", "server_error"));
+  });
+
+  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200,
+              {{"status", stopping.load() ? "stopping" : "ok"},
+               {"slots", pool->slots()},
+               {"slots_busy", pool->busy()},
+               {"queue", pool->waiting()},
+               {"queue_max", pool->max_queue()}});
+  });
+
+  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    const int64_t created = int64_t(std::time(nullptr));
+    send_json(res, 200,
+              {{"object", "list"},
+               {"data", json::array({{{"id", options.model_name},
+                                      {"object", "model"},
+                                      {"created", created},
+                                      {"owned_by", "hfstatic"},
+                                      {"max_context", limits.max_context}}})}});
+  });
+
+  http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    generate(req, res, Endpoint::Completions);
+  });
+  http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    generate(req, res, Endpoint::ChatCompletions);
+  });
+}
+
+namespace {
+
+// Everything a streamed response needs after the handler returns.
+struct StreamJob {
+  SlotLease lease;
+  Runner* runner = nullptr;
+  CompletionRequest request;
+  std::string prompt;
+  bool add_special = true;
+  std::string id;
+  int64_t created = 0;
+};
+
+}  // namespace
+
+void Server::Impl::generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
+  const bool chat = endpoint == Endpoint::ChatCompletions;
+  try {
+    CompletionRequest r = parse_completion_request(req.body, endpoint, limits);
+    std::string prompt = r.prompt;
+    bool add_special = true;
+    if (chat) {
+      try {
+        prompt = tokenizer->apply_chat_template(r.messages, /*add_generation_prompt=*/true);
+      } catch (const std::exception& e) {
+        throw ApiError(400, std::string("the chat template cannot render these messages: ") + e.what(), "messages");
+      }
+      add_special = false;  // the template writes its own special tokens
+    }
+    const size_t n_prompt = tokenizer->encode(prompt, add_special).size();
+    const char* prompt_param = chat ? "messages" : "prompt";
+    if (n_prompt == 0) throw ApiError(400, "the prompt is empty", prompt_param);
+    if (int64_t(n_prompt) > limits.max_context)
+      throw ApiError(400,
+                     "This model's maximum context length is " + std::to_string(limits.max_context) +
+                         " tokens; the prompt has " + std::to_string(n_prompt) + " tokens",
+                     prompt_param, "context_length_exceeded");
+
+    SlotPool::Outcome outcome;
+    SlotLease lease = pool->acquire(&outcome);
+    if (!lease) {
+      if (outcome == SlotPool::Outcome::QueueFull)
+        throw ApiError(503,
+                       "The server is busy: all " + std::to_string(pool->slots()) + " slots are generating and " +
+                           std::to_string(pool->max_queue()) + " requests wait; try again later",
+                       "", "server_overloaded", "server_error");
+      throw ApiError(503, "The server is shutting down", "", "server_shutting_down", "server_error");
+    }
+    Runner& runner = *runners[lease.index()];
+    runner.reset();  // every request starts a fresh conversation
+    const std::string id = make_id(chat ? "chatcmpl" : "cmpl");
+    const int64_t created = int64_t(std::time(nullptr));
+    const std::string& model = options.model_name;
+
+    if (!r.stream) {
+      std::function<void(const std::string&)> on_text;
+      if (options.token_interval.count() > 0) on_text = [this](const std::string&) { pace(); };
+      GenerationResult g;
+      try {
+        g = runner.generate(prompt, r.config, on_text, add_special);
+      } catch (const Error& e) {
+        throw ApiError(400, e.what(), prompt_param);
+      }
+      lease.release();
+      const Usage usage{g.stats.prompt_tokens, g.stats.generated_tokens};
+      send_json(res, 200, chat ? chat_response(id, created, model, g.text, g.stop_reason, usage)
+                               : completion_response(id, created, model, g.text, g.stop_reason, usage));
+      return;
+    }
+
+    auto job = std::make_shared<StreamJob>();
+    job->lease = std::move(lease);
+    job->runner = &runner;
+    job->request = std::move(r);
+    job->prompt = std::move(prompt);
+    job->add_special = add_special;
+    job->id = id;
+    job->created = created;
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    res.set_chunked_content_provider("text/event-stream", [this, job, chat](size_t, httplib::DataSink& sink) {
+      Runner& runner = *job->runner;
+      const std::string& model = options.model_name;
+      bool alive = true;
+      auto send = [&](const std::string& s) {
+        if (alive && !sink.write(s.data(), s.size())) {
+          alive = false;
+          runner.stop();  // the client is gone: free the slot at the next token
+        }
+        return alive;
+      };
+      if (chat) send(sse_event(chat_chunk(job->id, job->created, model, "", std::nullopt, /*role_only=*/true)));
+      GenerationResult g;
+      try {
+        g = runner.generate(job->prompt, job->request.config, [&](const std::string& piece) {
+          if (!alive) return;
+          if (options.token_interval.count() > 0) pace();
+          send(sse_event(chat ? chat_chunk(job->id, job->created, model, piece, std::nullopt)
+                              : completion_chunk(job->id, job->created, model, piece, std::nullopt)));
+        }, job->add_special);
+      } catch (const std::exception& e) {
+        job->lease.release();
+        send(sse_event(error_body(ApiError(500, e.what(), "", "generation_failed", "server_error"))));
+        send(sse_done());
+        if (alive) sink.done();
+        return alive;
+      }
+      job->lease.release();
+      if (!alive) return false;
+      send(sse_event(chat ? chat_chunk(job->id, job->created, model, "", g.stop_reason)
+                          : completion_chunk(job->id, job->created, model, "", g.stop_reason)));
+      if (job->request.include_usage)
+        send(sse_event(usage_chunk(job->id, job->created, model, chat, {g.stats.prompt_tokens, g.stats.generated_tokens})));
+      send(sse_done());
+      if (alive) sink.done();
+      return alive;
+    });
+  } catch (const ApiError& e) {
+    send_error(res, e);
+  } catch (const std::exception& e) {
+    send_error(res, ApiError(500, e.what(), "", "internal_error", "server_error"));
+  }
+}
+
+}  // namespace hfstatic::server

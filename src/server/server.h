@@ -1,0 +1,54 @@
+// The OpenAI-compatible HTTP server: POST /v1/completions, POST /v1/chat/completions,
+// GET /v1/models, GET /health. One program loaded once, N slots each with its own Runner over
+// it, a bounded queue in front of them.
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "format/program.h"
+
+namespace hfstatic::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                  // 0: any free port (see bind())
+  int slots = 1;                    // concurrent generations, one Runner each
+  int queue = -1;                   // requests waiting for a slot; -1: 2 * slots
+  std::string api_key;              // non-empty: /v1/* require "Authorization: Bearer <api_key>"
+  int threads = 0;                  // compute threads per slot; 0: hardware threads / slots (at least 1)
+  size_t max_body_bytes = 1 << 20;  // larger request bodies get 413
+  std::string model_name = "hfstatic";  // the id of /v1/models and of every response
+  int read_timeout_s = 10;          // how long a client may take to send its request
+  int write_timeout_s = 10;         // how long a client may take to read a piece of the response
+  // Minimum time between two generated tokens of a request (0: none). Paces generation for
+  // demonstrations and for tests that need a request to hold its slot for a while.
+  std::chrono::milliseconds token_interval{0};
+};
+
+class Server {
+ public:
+  // Creates the slots' runners over `program` (throws Error when it cannot be run).
+  Server(std::shared_ptr<const Program> program, ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds options.host:options.port; returns the bound port. Throws Error when it cannot.
+  int bind();
+  // Serves until stop(); call after bind(). Returns once every connection is done.
+  void serve();
+  // Thread-safe: stops accepting, ends running generations at their next token, wakes the queue.
+  void stop();
+
+  const ServerOptions& options() const;
+  size_t slots_busy() const;
+  size_t queue_waiting() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hfstatic::server

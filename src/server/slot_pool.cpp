@@ -1,0 +1,95 @@
+#include "server/slot_pool.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace hfstatic::server {
+
+SlotLease::SlotLease(SlotLease&& other) noexcept : pool_(other.pool_), index_(other.index_) { other.pool_ = nullptr; }
+
+SlotLease& SlotLease::operator=(SlotLease&& other) noexcept {
+  if (this != &other) {
+    release();
+    pool_ = other.pool_;
+    index_ = other.index_;
+    other.pool_ = nullptr;
+  }
+  return *this;
+}
+
+void SlotLease::release() {
+  if (pool_) pool_->give_back(index_);
+  pool_ = nullptr;
+}
+
+SlotPool::SlotPool(size_t slots, size_t max_queue) : slots_(slots), max_queue_(max_queue) {
+  if (slots == 0) fail("the server needs at least one slot");
+  for (size_t i = slots; i-- > 0;) free_.push_back(i);
+}
+
+SlotPool::~SlotPool() { shutdown(); }
+
+SlotLease SlotPool::acquire(Outcome* outcome, std::chrono::milliseconds max_wait) {
+  auto set = [&](Outcome o) {
+    if (outcome) *outcome = o;
+  };
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (shut_down_) {
+    set(Outcome::ShutDown);
+    return {};
+  }
+  if (!free_.empty() && queue_.empty()) {
+    size_t index = free_.back();
+    free_.pop_back();
+    set(Outcome::Acquired);
+    return SlotLease(this, index);
+  }
+  if (queue_.size() >= max_queue_) {
+    set(Outcome::QueueFull);
+    return {};
+  }
+  const uint64_t ticket = next_ticket_++;
+  queue_.push_back(ticket);
+  const auto deadline = std::chrono::steady_clock::now() + max_wait;
+  const bool ready = cv_.wait_until(lock, deadline, [&] { return shut_down_ || (!free_.empty() && queue_.front() == ticket); });
+  queue_.erase(std::find(queue_.begin(), queue_.end(), ticket));
+  if (!ready || shut_down_) {
+    cv_.notify_all();  // the next in line may be able to go now
+    set(shut_down_ ? Outcome::ShutDown : Outcome::TimedOut);
+    return {};
+  }
+  size_t index = free_.back();
+  free_.pop_back();
+  cv_.notify_all();  // the next in line, when another slot is free
+  set(Outcome::Acquired);
+  return SlotLease(this, index);
+}
+
+void SlotPool::give_back(size_t index) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(index);
+  }
+  cv_.notify_all();
+}
+
+void SlotPool::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    shut_down_ = true;
+  }
+  cv_.notify_all();
+}
+
+size_t SlotPool::busy() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return slots_ - free_.size();
+}
+
+size_t SlotPool::waiting() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queue_.size();
+}
+
+}  // namespace hfstatic::server
