@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <algorithm>
+#include <functional>
+#include <vector>
 #include <stdexcept>
 
 namespace hfstatic::test {
@@ -66,14 +69,34 @@ std::string reference_problem() {
   return {};
 }
 
+// Key of a reference run: everything its output depends on (script, models list, lock file,
+// input files). Each test process would otherwise rerun node for the same output.
+static std::string reference_key(const std::string& script, const std::string& arg) {
+  std::string all = read_file(reference_dir() + "/" + script) + read_file(reference_dir() + "/models.mjs") +
+                    read_file(reference_dir() + "/package-lock.json");
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(arg)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) all += f.filename().string() + '\0' + read_file(f.string()) + '\0';
+  return std::to_string(std::hash<std::string>{}(all));
+}
+
 nlohmann::json run_reference(const std::string& script, const std::string& arg) {
   const std::string problem = reference_problem();
   if (!problem.empty()) throw std::runtime_error(problem);
+  const std::string cache_dir = std::string(HFSTATIC_BINARY_DIR) + "/tokenizer-reference-cache";
+  const std::string cache = cache_dir + "/" + script + "." + reference_key(script, arg) + ".json";
+  if (std::filesystem::exists(cache)) return nlohmann::json::parse(read_file(cache));
   const std::string cmd = "cd " + shell_quote(reference_dir()) + " && " + shell_quote(HFSTATIC_NODE) + " " +
                           shell_quote(script) + " " + shell_quote(arg);
   CommandResult r = run_command(cmd);
   if (r.exit_code != 0) throw std::runtime_error("reference script failed (exit " + std::to_string(r.exit_code) + "): " + cmd);
-  return nlohmann::json::parse(r.out);
+  nlohmann::json parsed = nlohmann::json::parse(r.out);
+  std::filesystem::create_directories(cache_dir);
+  const std::string tmp = cache + ".tmp." + std::to_string(getpid());
+  write_file(tmp, r.out);
+  std::filesystem::rename(tmp, cache);
+  return parsed;
 }
 
 }  // namespace hfstatic::test
