@@ -70,7 +70,7 @@ int run_run(const std::vector<std::string>& argv) {
     });
     std::printf("\n");
   } else {
-    std::string prompt = args.get_or("--prompt", "Once upon a time");
+    std::string prompt = args.get_or("--prompt", "And it came to pass");
     if (auto file = args.get("--file")) prompt = read_text_file(*file);
     if (!runner->tokenizer()) throw Error("this program has no tokenizer; give the prompt as --tokens ids");
     bool add_special = true;
