@@ -216,7 +216,7 @@ TEST(Kernels, AttentionMatchesScalar) {
     int64_t rows, n_heads, n_kv_heads, head_dim, context;
   };
   const Case cases[] = {{1, 4, 2, 16, 33}, {3, 3, 3, 5, 7},    {9, 6, 1, 64, 40}, {1, 9, 3, 64, 512},
-                        {5, 2, 1, 72, 1},  {16, 14, 2, 64, 64}, {2, 4, 4, 128, 19}, {4, 2, 2, 17, 50}};
+                        {5, 2, 1, 72, 1},  {16, 14, 2, 64, 64}, {2, 4, 4, 128, 19}, {4, 2, 2, 17, 50}, {3, 4, 2, 32, 20}};
   for (const Case& c : cases)
     for (DType ct : {DType::F32, DType::F16}) {
       const size_t cache_n = size_t(c.n_kv_heads * c.context * c.head_dim);
