@@ -59,6 +59,9 @@ int run_run(const std::vector<std::string>& argv) {
     runner = Runner::load(Program::load_memory(bytes.data(), bytes.size(), kDefaultProgramName), options);
   }
 
+  // The default length fits any program; an explicit -n past the context is an error.
+  if (!args.has("--n-predict")) config.max_new_tokens = std::min<int64_t>(config.max_new_tokens, runner->model().max_context);
+
   GenerationResult result;
   if (auto tokens = args.get("--tokens")) {
     if (args.has("--chat")) throw UsageError{"--chat takes text, not --tokens"};

@@ -206,6 +206,8 @@ void validate_method(const MethodSpec& m, const ModelInfo& info, int64_t rows, s
       else if (m.outputs[idx].memory != OutputMemory::Unplanned)
         out.push_back(cat(where, " output ", idx, " (repeated ", e.role, "): must be unplanned (bound to the state buffer), got ",
                           output_memory_name(m.outputs[idx].memory)));
+      else if (3 + j >= m.inputs.size())
+        continue;  // the input count is already reported
       else if (std::string source = repeated_source(m, m.outputs[idx].value); source != m.inputs[3 + j].name)
         out.push_back(cat(where, " output ", idx, " (repeated ", e.role, "): must repeat input ", 3 + j, " '", m.inputs[3 + j].name,
                           "', but it repeats ", source.empty() ? "no state input" : "'" + source + "'"));

@@ -1,0 +1,78 @@
+// hfstatic run / validate from the command line: exit codes and one-line errors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test_support.h"
+
+namespace hfstatic {
+namespace {
+
+using testing::HasSubstr;
+
+size_t lines(const std::string& s) { return size_t(std::count(s.begin(), s.end(), '\n')); }
+
+class CliRun : public testing::Test {
+ protected:
+  void SetUp() override {
+    GraphOptions g;
+    g.prefill_len = 8;
+    g.max_context = 32;
+    path_ = test::export_to(test::cached_checkpoint("tiny", 5), dir_.file("p.hfs"), g);
+  }
+  test::TempDir dir_{"cli-run"};
+  std::string path_;
+};
+
+TEST_F(CliRun, DefaultProgramRunsWithNoArguments) {
+  auto r = test::run_cli({});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(r.out.empty());
+}
+
+TEST_F(CliRun, TokensAreStreamedAsIds) {
+  auto r = test::run_cli({"run", "-m", path_, "--tokens", "256,72,105", "-n", "5", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream in(r.out);
+  int count = 0;
+  for (int64_t id; in >> id; ++count) EXPECT_TRUE(id >= 0 && id < 272);
+  EXPECT_EQ(count, 5);
+}
+
+TEST_F(CliRun, UsageErrorsExitTwo) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"run", "--bogus"},
+                                                                {"run", "-n"},
+                                                                {"run", "-n", "many"},
+                                                                {"run", "-m", path_, "-p", "a", "--tokens", "1"},
+                                                                {"run", "--temp", "-1"},
+                                                                {"no-such-command"},
+                                                                {"validate"}}) {
+    auto r = test::run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << " " << (args.size() > 1 ? args[1] : "");
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+  }
+}
+
+TEST_F(CliRun, RuntimeErrorsExitOneWithOneLine) {
+  auto missing = test::run_cli({"run", "-m", dir_.file("missing.hfs"), "--tokens", "1"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("missing.hfs: cannot open"));
+  EXPECT_EQ(lines(missing.err), 1u);
+  auto bad_token = test::run_cli({"run", "-m", path_, "--tokens", "1,99999"});
+  EXPECT_EQ(bad_token.exit_code, 1);
+  EXPECT_THAT(bad_token.err, HasSubstr("99999"));
+  std::string long_prompt = "1";
+  for (int i = 0; i < 40; ++i) long_prompt += ",1";
+  auto overflow = test::run_cli({"run", "-m", path_, "--tokens", long_prompt});
+  EXPECT_EQ(overflow.exit_code, 1);
+  EXPECT_THAT(overflow.err, AllOf(HasSubstr("start_pos 0"), HasSubstr("41 tokens"), HasSubstr("max_context 32")));
+  EXPECT_EQ(lines(overflow.err), 1u);
+}
+
+TEST_F(CliRun, ValidateAcceptsAGoodProgram) {
+  auto r = test::run_cli({"validate", path_});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("valid hf_static v1 program"));
+}
+
+}  // namespace
+}  // namespace hfstatic
