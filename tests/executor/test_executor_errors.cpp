@@ -21,19 +21,7 @@ using testing::AllOf;
 using testing::HasSubstr;
 using testing::Not;
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-hfstatic exception: " << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error was thrown";
-  return "";
-}
+using test::error_of;
 
 // A one-method program ("m") under construction: values, nodes, outputs and its weights.
 struct Graph {

@@ -30,19 +30,7 @@ using testing::AllOf;
 using testing::HasSubstr;
 using testing::Not;
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-hfstatic exception: " << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error was thrown";
-  return "";
-}
+using test::error_of;
 
 std::vector<std::string> list_dir(const std::string& dir) {
   std::vector<std::string> names;

@@ -52,20 +52,7 @@ std::string padded(std::string header) {
   return header;
 }
 
-// The hfstatic::Error message of f(); records a failure when f succeeds or throws anything else.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-hfstatic exception: " << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error was thrown";
-  return "";
-}
+using test::error_of;
 
 std::string parse_error(const std::vector<uint8_t>& bytes, const SafetensorsOptions& options = {}) {
   return error_of([&] { SafetensorsView::parse(bytes.data(), bytes.size(), "blob.safetensors", options); });

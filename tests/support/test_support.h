@@ -1,12 +1,15 @@
 // Shared helpers of the test suites: temporary folders, checkpoints and programs built with
 // the library itself, the NumPy reference, and running the hfstatic tool.
 #pragma once
+#include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "export/exporter.h"
 #include "export/make_checkpoint.h"
+#include "util/error.h"
 
 namespace hfstatic::test {
 
@@ -39,6 +42,21 @@ struct CommandResult {
 };
 // Runs the hfstatic tool with arguments (each shell-quoted) and optional stdin text.
 CommandResult run_cli(const std::vector<std::string>& args, const std::string& stdin_text = "");
+
+// The hfstatic::Error message of f(); records a failure when f succeeds or throws anything else.
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw a non-hfstatic exception: " << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error was thrown";
+  return "";
+}
 
 // Max |a - b| / max(|b|_inf, tiny) over two vectors.
 double relative_error(const std::vector<float>& a, const std::vector<double>& b);
