@@ -30,6 +30,40 @@ std::vector<int64_t> parse_token_list(const std::string& text) {
   return ids;
 }
 
+void print_piece(const std::string& piece) {
+  std::fwrite(piece.data(), 1, piece.size(), stdout);
+  std::fflush(stdout);
+}
+
+// Multi-turn chat on standard input, one user message per line. Each turn feeds only what the
+// model has not seen: the rendered conversation minus the text already fed, so the context
+// carries over from turn to turn (and starts over if the template rewrites earlier turns).
+GenerationResult chat_loop(Runner& runner, const GenerationConfig& config, const std::optional<std::string>& system) {
+  const Tokenizer& tokenizer = *runner.tokenizer();
+  std::vector<ChatMessage> messages;
+  if (system) messages.push_back({"system", *system});
+  std::string seen;  // text of every token in the context
+  GenerationResult last;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line.empty()) continue;
+    messages.push_back({"user", line});
+    const std::string rendered = tokenizer.apply_chat_template(messages, /*add_generation_prompt=*/true);
+    if (rendered.compare(0, seen.size(), seen) != 0) {
+      runner.reset();
+      seen.clear();
+    }
+    last = runner.generate(rendered.substr(seen.size()), config, print_piece, /*add_special_tokens=*/false);
+    std::printf("\n");
+    messages.push_back({"assistant", last.text});
+    std::vector<int32_t> reply;
+    for (int64_t t : last.tokens)
+      if (t < tokenizer.vocab_size()) reply.push_back(int32_t(t));
+    seen = rendered + tokenizer.decode(reply, /*skip_special=*/false);
+  }
+  return last;
+}
+
 int run_run(const std::vector<std::string>& argv) {
   Args args(argv,
             {"-m|--model", "-p|--prompt", "-f|--file", "-n|--n-predict", "--temp", "--top-k", "--top-p", "--min-p",
@@ -72,6 +106,9 @@ int run_run(const std::vector<std::string>& argv) {
       return true;
     });
     std::printf("\n");
+  } else if (args.has("--chat") && !args.has("--prompt") && !args.has("--file")) {
+    if (!runner->tokenizer()) throw Error("this program has no tokenizer; --chat needs one");
+    result = chat_loop(*runner, config, args.get("--system"));
   } else {
     std::string prompt = args.get_or("--prompt", "And it came to pass");
     if (auto file = args.get("--file")) prompt = read_text_file(*file);
@@ -85,10 +122,7 @@ int run_run(const std::vector<std::string>& argv) {
       add_special = false;  // the template writes its own special tokens
     }
     std::fputs(args.has("--chat") ? "" : prompt.c_str(), stdout);
-    result = runner->generate(prompt, config, [](const std::string& piece) {
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
-    }, add_special);
+    result = runner->generate(prompt, config, print_piece, add_special);
     std::printf("\n");
   }
   if (args.has("--stats")) {
@@ -138,7 +172,8 @@ int run_validate(const std::vector<std::string>& argv) {
 
 HFSTATIC_COMMAND("run", "generate text from a program (the embedded default without -m)",
                  "[-m FILE] [-p PROMPT | -f FILE | --tokens ID,ID,...] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
-                 "       [--repeat-penalty R] [--seed S] [--stop STRING] [--ignore-eos] [--chat [--system TEXT]] [-t THREADS] [--stats]",
+                 "       [--repeat-penalty R] [--seed S] [--stop STRING] [--ignore-eos] [--chat [--system TEXT]] [-t THREADS] [--stats]\n"
+                 "       --chat without -p or -f reads one user message per line from standard input, keeping the conversation",
                  run_run);
 HFSTATIC_COMMAND("validate", "check a program against its I/O contract, listing every violation", "FILE", run_validate);
 

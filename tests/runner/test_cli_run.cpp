@@ -74,5 +74,20 @@ TEST_F(CliRun, ValidateAcceptsAGoodProgram) {
   EXPECT_THAT(r.out, HasSubstr("valid hf_static v1 program"));
 }
 
+TEST(CliChat, TemplateChatSingleAndMultiTurn) {
+  test::TempDir dir("cli-chat");
+  GraphOptions g;
+  g.prefill_len = 8;
+  g.max_context = 128;
+  const std::string path = test::export_to(test::cached_checkpoint("tiny-qwen2", 2), dir.file("chat.hfs"), g);
+  auto one = test::run_cli({"run", "-m", path, "--chat", "-p", "hi", "-n", "4", "--ignore-eos", "-t", "1"});
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  // Two turns from standard input: one reply line each.
+  auto two = test::run_cli({"run", "-m", path, "--chat", "--system", "be brief", "-n", "4", "--ignore-eos", "-t", "1", "--stats"},
+                           "hello\nagain\n");
+  EXPECT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(lines(two.out), 2u) << two.out;
+}
+
 }  // namespace
 }  // namespace hfstatic
