@@ -56,6 +56,7 @@ struct Server::Impl {
   std::unique_ptr<SlotPool> pool;
   httplib::Server http;
   std::atomic<bool> stopping{false};
+  std::atomic<bool> serving{false};  // inside serve()
   std::atomic<uint64_t> next_id{0};
   uint64_t id_salt = std::random_device{}();
 
@@ -124,13 +125,20 @@ int Server::bind() {
   return port;
 }
 
-void Server::serve() { impl_->http.listen_after_bind(); }
+void Server::serve() {
+  Impl& s = *impl_;
+  s.serving.store(true);
+  if (!s.stopping.load()) s.http.listen_after_bind();
+  s.serving.store(false);
+}
 
 void Server::stop() {
   Impl& s = *impl_;
   s.stopping.store(true);
   s.pool->shutdown();
   for (auto& r : s.runners) r->stop();
+  // A serve() that has begun but not yet started listening would miss http.stop(): wait for it.
+  while (s.serving.load() && !s.http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   s.http.stop();
 }
 
@@ -145,6 +153,12 @@ void Server::Impl::routes() {
   http.set_keep_alive_timeout(5);
   http.set_keep_alive_max_count(100);
   http.set_tcp_nodelay(true);
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which would let a second server
+  // share the port silently instead of failing to bind.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof yes);
+  });
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;

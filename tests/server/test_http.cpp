@@ -1,0 +1,199 @@
+// The real server on a free loopback port, driven by Python's http.client (client.py): completions,
+// chat, streaming framing, concurrency, the queue limit, disconnects, bad requests, the API key,
+// and the hfstatic serve command itself.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "runner/runner.h"
+#include "server/server.h"
+#include "test_support.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hfstatic::server {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr int64_t kMaxContext = 256;
+
+// The tiny qwen2 program (byte-level tokenizer, ChatML template), exported once per binary.
+const std::string& program_path() {
+  static test::TempDir* dir = new test::TempDir("server");
+  static const std::string path = [] {
+    GraphOptions g;
+    g.prefill_len = 32;
+    g.max_context = kMaxContext;
+    return test::export_to(test::cached_checkpoint("tiny-qwen2", 1), dir->file("tiny.hfs"), g);
+  }();
+  return path;
+}
+
+std::shared_ptr<const Program> program() {
+  static std::shared_ptr<const Program> p = Program::load(program_path());
+  return p;
+}
+
+// A server running on a thread of its own until destroyed.
+class RunningServer {
+ public:
+  explicit RunningServer(ServerOptions options) {
+    options.host = "127.0.0.1";
+    options.port = 0;
+    if (options.threads == 0) options.threads = 1;
+    server_ = std::make_unique<Server>(program(), options);
+    port_ = server_->bind();
+    thread_ = std::thread([this] { server_->serve(); });
+  }
+  ~RunningServer() {
+    server_->stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+  Server& server() { return *server_; }
+
+ private:
+  std::unique_ptr<Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+struct ClientResult {
+  int exit_code = -1;
+  std::string output;
+  json result;  // the last line, when it is JSON
+};
+
+// Runs client.py CHECK against a port, bounded by `timeout`.
+ClientResult client(const std::string& check, int port, const std::vector<std::string>& extra = {}, int timeout_s = 120) {
+  std::string cmd = "timeout -k 5 " + std::to_string(timeout_s) + " " HFSTATIC_PYTHON " " HFSTATIC_SERVER_CLIENT " " + check +
+                    " --port " + std::to_string(port) + " --max-context " + std::to_string(kMaxContext);
+  for (const auto& e : extra) cmd += " '" + e + "'";
+  cmd += " 2>&1";
+  ClientResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::string last = r.output;
+  while (!last.empty() && last.back() == '\n') last.pop_back();
+  if (auto nl = last.rfind('\n'); nl != std::string::npos) last = last.substr(nl + 1);
+  r.result = json::parse(last, nullptr, false);
+  return r;
+}
+
+// The text JSON carries for raw model bytes (invalid UTF-8 becomes U+FFFD).
+std::string as_json_text(const std::string& raw) {
+  return json::parse(json(raw).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
+}
+
+TEST(ServerHttp, CompletionsChatModelsAndHealth) {
+  RunningServer s(ServerOptions{});
+  auto r = client("basic", s.port(), {"--prompt", "Once upon a time", "--max-tokens", "12"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Greedy text through HTTP equals a Runner of its own over the same program.
+  auto runner = Runner::load(program(), RunnerOptions{1});
+  GenerationConfig config;
+  config.max_new_tokens = 12;
+  GenerationResult direct = runner->generate("Once upon a time", config);
+  EXPECT_EQ(r.result["completion"]["choices"][0]["text"].get<std::string>(), as_json_text(direct.text));
+  EXPECT_EQ(r.result["completion"]["usage"]["prompt_tokens"].get<int64_t>(), direct.stats.prompt_tokens);
+  EXPECT_EQ(r.result["completion"]["usage"]["completion_tokens"].get<int64_t>(), int64_t(direct.tokens.size()));
+  EXPECT_EQ(r.result["model"], "hfstatic");
+
+  runner->reset();
+  std::string chat_prompt = runner->tokenizer()->apply_chat_template(
+      {{"system", "Be brief."}, {"user", "Once upon a time"}}, /*add_generation_prompt=*/true);
+  GenerationResult direct_chat = runner->generate(chat_prompt, config, {}, /*add_special_tokens=*/false);
+  EXPECT_EQ(r.result["chat"]["choices"][0]["message"]["content"].get<std::string>(), as_json_text(direct_chat.text));
+  EXPECT_EQ(r.result["chat"]["usage"]["prompt_tokens"].get<int64_t>(), direct_chat.stats.prompt_tokens);
+}
+
+TEST(ServerHttp, StreamingFraming) {
+  RunningServer s(ServerOptions{});
+  auto r = client("stream", s.port(), {"--max-tokens", "24"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_GT(r.result["completion"]["events"].get<int>(), 3);
+  EXPECT_GT(r.result["chat"]["events"].get<int>(), 3);
+}
+
+TEST(ServerHttp, ConcurrentSlotsMatchSingleRequests) {
+  ServerOptions o;
+  o.slots = 3;
+  RunningServer s(o);
+  auto r = client("concurrent", s.port(), {"--requests", "9", "--max-tokens", "48"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["requests"], 9);
+  EXPECT_LE(r.result["peak_slots_busy"].get<int>(), 3);
+}
+
+TEST(ServerHttp, RequestsPastTheQueueGet503) {
+  ServerOptions o;
+  o.slots = 1;
+  o.queue = 1;
+  o.token_interval = 10ms;  // 40 tokens hold the slot for about 0.4 s
+  RunningServer s(o);
+  auto r = client("queue", s.port(), {"--max-tokens", "40"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_LT(r.result["rejected_in_s"].get<double>(), 1.0);  // rejected at once, not queued
+  EXPECT_EQ(r.result["code"], "server_overloaded");
+}
+
+TEST(ServerHttp, DisconnectFreesTheSlot) {
+  ServerOptions o;
+  o.slots = 1;
+  o.queue = 0;
+  o.token_interval = 20ms;  // 250 tokens would take 5 s
+  RunningServer s(o);
+  auto r = client("disconnect", s.port(), {"--max-tokens", "250"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_LT(r.result["freed_in_s"].get<double>(), 1.5);
+  EXPECT_EQ(s.server().slots_busy(), 0u);
+}
+
+TEST(ServerHttp, BadRequestsGetOpenAIErrors) {
+  RunningServer s(ServerOptions{});
+  auto r = client("bad", s.port());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["prompt past the context"]["code"], "context_length_exceeded");
+  EXPECT_EQ(r.result["max_tokens past the context"]["param"], "max_tokens");
+  EXPECT_EQ(r.result["n > 1"]["param"], "n");
+  EXPECT_EQ(r.result["body over 1 MiB"]["status"], 413);
+  EXPECT_EQ(r.result["malformed json"]["code"], "invalid_json");
+  EXPECT_EQ(r.result["unknown field"]["param"], "frobnicate");
+}
+
+TEST(ServerHttp, ApiKey) {
+  ServerOptions o;
+  o.api_key = "sekret";
+  RunningServer s(o);
+  auto r = client("auth", s.port(), {"--api-key", "sekret"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(ServerHttp, ServeCommand) {
+  auto r = client("cli", 0, {"--cli", HFSTATIC_CLI, "--model", program_path()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["exit"], 0);
+}
+
+TEST(ServerHttp, BindFailureIsAnError) {
+  RunningServer a(ServerOptions{});
+  ServerOptions o;
+  o.port = a.port();
+  o.threads = 1;
+  Server b(program(), o);
+  EXPECT_THROW(b.bind(), Error);
+}
+
+}  // namespace
+}  // namespace hfstatic::server

@@ -1,0 +1,208 @@
+// Request validation and response / SSE formatting of the OpenAI-compatible server.
+#include <gtest/gtest.h>
+
+#include "server/openai.h"
+
+namespace hfstatic::server {
+namespace {
+
+using nlohmann::json;
+
+const ModelLimits kLimits{512, true};
+
+CompletionRequest parse(const json& body, Endpoint ep = Endpoint::Completions, ModelLimits limits = kLimits) {
+  return parse_completion_request(body.dump(), ep, limits);
+}
+
+// The ApiError a body gets (fails the test when it parses).
+ApiError error_of(const std::string& body, Endpoint ep = Endpoint::Completions, ModelLimits limits = kLimits) {
+  try {
+    parse_completion_request(body, ep, limits);
+  } catch (const ApiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted: " << body;
+  return ApiError(0, "");
+}
+
+TEST(ServerRequest, CompletionDefaultsAndFields) {
+  auto r = parse({{"model", "x"}, {"prompt", "Hello"}});
+  EXPECT_EQ(r.prompt, "Hello");
+  EXPECT_EQ(r.model, "x");
+  EXPECT_EQ(r.config.max_new_tokens, 16);
+  EXPECT_FLOAT_EQ(r.config.sampling.temperature, 1.0f);
+  EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.seed_given);
+
+  r = parse({{"prompt", json::array({"one"})}, {"max_tokens", 100}, {"temperature", 0}, {"top_p", 0.5}, {"seed", 42},
+             {"stop", "\n"}, {"stream", true}, {"stream_options", {{"include_usage", true}}}, {"n", 1}, {"user", "u"},
+             {"presence_penalty", 0}, {"top_k", 5}, {"ignore_eos", true}});
+  EXPECT_EQ(r.prompt, "one");
+  EXPECT_EQ(r.config.max_new_tokens, 100);
+  EXPECT_FLOAT_EQ(r.config.sampling.temperature, 0.0f);
+  EXPECT_FLOAT_EQ(r.config.sampling.top_p, 0.5f);
+  EXPECT_EQ(r.config.sampling.seed, 42u);
+  EXPECT_TRUE(r.seed_given);
+  EXPECT_EQ(r.config.stop_strings, std::vector<std::string>{"\n"});
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.config.sampling.top_k, 5);
+  EXPECT_TRUE(r.config.ignore_eos);
+
+  r = parse({{"prompt", "x"}, {"stop", json::array({"a", "", "b"})}, {"max_tokens", 512}});
+  EXPECT_EQ(r.config.stop_strings, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r.config.max_new_tokens, 512);
+}
+
+TEST(ServerRequest, ChatMessages) {
+  auto r = parse({{"messages", json::array({{{"role", "system"}, {"content", "Be brief."}},
+                                            {{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "Hi "}},
+                                                                                        {{"type", "text"}, {"text", "there"}}})}},
+                                            {{"role", "assistant"}, {"content", nullptr}},
+                                            {{"role", "developer"}, {"content", "d"}, {"name", "n"}}})},
+                  {"max_completion_tokens", 7}},
+                 Endpoint::ChatCompletions);
+  ASSERT_EQ(r.messages.size(), 4u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[1].content, "Hi there");
+  EXPECT_EQ(r.messages[2].content, "");
+  EXPECT_EQ(r.messages[3].role, "system");
+  EXPECT_EQ(r.config.max_new_tokens, 7);
+  // Without max_tokens a chat runs until the context is full.
+  r = parse({{"messages", json::array({{{"role", "user"}, {"content", "x"}}})}}, Endpoint::ChatCompletions);
+  EXPECT_EQ(r.config.max_new_tokens, 512);
+}
+
+TEST(ServerRequest, Rejections) {
+  struct Case {
+    std::string body;
+    Endpoint ep;
+    std::string param, code;
+  };
+  const Endpoint C = Endpoint::Completions, H = Endpoint::ChatCompletions;
+  const std::vector<Case> cases = {
+      {"{not json", C, "", "invalid_json"},
+      {"", C, "", "invalid_json"},
+      {"[1]", C, "", "invalid_json"},
+      {R"({"max_tokens": 3})", C, "prompt", "missing_required_parameter"},
+      {R"({"prompt": 5})", C, "prompt", "invalid_type"},
+      {R"({"prompt": [1, 2]})", C, "prompt", "invalid_type"},
+      {R"({"prompt": ["a", "b"]})", C, "prompt", "invalid_value"},
+      {R"({"prompt": "x", "max_tokens": "5"})", C, "max_tokens", "invalid_type"},
+      {R"({"prompt": "x", "max_tokens": 2.5})", C, "max_tokens", "invalid_type"},
+      {R"({"prompt": "x", "max_tokens": -1})", C, "max_tokens", "invalid_value"},
+      {R"({"prompt": "x", "max_tokens": 513})", C, "max_tokens", "context_length_exceeded"},
+      {R"({"prompt": "x", "max_tokens": 18446744073709551615})", C, "max_tokens", "invalid_value"},
+      {R"({"prompt": "x", "temperature": "hot"})", C, "temperature", "invalid_type"},
+      {R"({"prompt": "x", "temperature": 2.5})", C, "temperature", "invalid_value"},
+      {R"({"prompt": "x", "top_p": -0.1})", C, "top_p", "invalid_value"},
+      {R"({"prompt": "x", "seed": 1.5})", C, "seed", "invalid_type"},
+      {R"({"prompt": "x", "stop": 3})", C, "stop", "invalid_type"},
+      {R"({"prompt": "x", "stop": ["a", 3]})", C, "stop", "invalid_type"},
+      {R"({"prompt": "x", "stop": ["a", "b", "c", "d", "e"]})", C, "stop", "invalid_value"},
+      {R"({"prompt": "x", "stream": 1})", C, "stream", "invalid_type"},
+      {R"({"prompt": "x", "stream_options": {"include_usage": true}})", C, "stream_options", "invalid_value"},
+      {R"({"prompt": "x", "n": 2})", C, "n", "invalid_value"},
+      {R"({"prompt": "x", "best_of": 3})", C, "best_of", "invalid_value"},
+      {R"({"prompt": "x", "echo": true})", C, "echo", "invalid_value"},
+      {R"({"prompt": "x", "logprobs": 1})", C, "logprobs", "invalid_value"},
+      {R"({"prompt": "x", "suffix": "s"})", C, "suffix", "invalid_value"},
+      {R"({"prompt": "x", "presence_penalty": 0.5})", C, "presence_penalty", "invalid_value"},
+      {R"({"prompt": "x", "logit_bias": {"1": 5}})", C, "logit_bias", "invalid_value"},
+      {R"({"prompt": "x", "model": 3})", C, "model", "invalid_type"},
+      {R"({"prompt": "x", "wat": 3})", C, "wat", "unknown_parameter"},
+      {R"({"prompt": "x", "messages": []})", C, "messages", "unknown_parameter"},
+      {R"({"prompt": "x"})", H, "prompt", "unknown_parameter"},
+      {R"({})", H, "messages", "missing_required_parameter"},
+      {R"({"messages": "hi"})", H, "messages", "invalid_type"},
+      {R"({"messages": []})", H, "messages", "invalid_value"},
+      {R"({"messages": [5]})", H, "messages[0]", "invalid_type"},
+      {R"({"messages": [{"content": "x"}]})", H, "messages[0].role", "invalid_type"},
+      {R"({"messages": [{"role": "wizard", "content": "x"}]})", H, "messages[0].role", "invalid_value"},
+      {R"({"messages": [{"role": "user"}]})", H, "messages[0].content", "missing_required_parameter"},
+      {R"({"messages": [{"role": "user", "content": 5}]})", H, "messages[0].content", "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", H, "messages[0].content[0]", "invalid_value"},
+      {R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})", H, "messages[0].tool_calls", "unknown_parameter"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", H, "n", "invalid_value"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true})", H, "logprobs", "invalid_value"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": []})", H, "tools", "unknown_parameter"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})", H, "response_format",
+       "invalid_value"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": 1000})", H, "max_completion_tokens",
+       "context_length_exceeded"},
+  };
+  for (const auto& c : cases) {
+    ApiError e = error_of(c.body, c.ep);
+    EXPECT_EQ(e.status, 400) << c.body;
+    EXPECT_EQ(e.type, "invalid_request_error") << c.body;
+    EXPECT_EQ(e.param, c.param) << c.body << ": " << e.message;
+    EXPECT_EQ(e.code, c.code) << c.body << ": " << e.message;
+    EXPECT_FALSE(e.message.empty());
+  }
+  // A model without a chat template takes completions only.
+  ApiError e = error_of(R"({"messages": [{"role": "user", "content": "x"}]})", H, ModelLimits{512, false});
+  EXPECT_EQ(e.code, "no_chat_template");
+}
+
+TEST(ServerFormat, ErrorBody) {
+  json j = error_body(ApiError(400, "bad thing", "max_tokens", "invalid_value"));
+  EXPECT_EQ(j, json::parse(R"({"error": {"message": "bad thing", "type": "invalid_request_error", "param": "max_tokens",
+                                          "code": "invalid_value"}})"));
+  j = error_body(ApiError(503, "busy", "", "", "server_error"));
+  EXPECT_TRUE(j["error"]["param"].is_null());
+  EXPECT_TRUE(j["error"]["code"].is_null());
+  EXPECT_EQ(j["error"]["type"], "server_error");
+}
+
+TEST(ServerFormat, FinishReasons) {
+  EXPECT_STREQ(finish_reason(StopReason::Eos), "stop");
+  EXPECT_STREQ(finish_reason(StopReason::StopToken), "stop");
+  EXPECT_STREQ(finish_reason(StopReason::StopString), "stop");
+  EXPECT_STREQ(finish_reason(StopReason::Length), "length");
+  EXPECT_STREQ(finish_reason(StopReason::ContextFull), "length");
+}
+
+TEST(ServerFormat, Responses) {
+  json c = completion_response("cmpl-1", 100, "m", "hi", StopReason::Eos, {3, 2});
+  EXPECT_EQ(c["object"], "text_completion");
+  EXPECT_EQ(c["choices"][0]["text"], "hi");
+  EXPECT_EQ(c["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(c["usage"], json::parse(R"({"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5})"));
+  json h = chat_response("chatcmpl-1", 100, "m", "hi", StopReason::Length, {3, 2});
+  EXPECT_EQ(h["object"], "chat.completion");
+  EXPECT_EQ(h["choices"][0]["message"], json::parse(R"({"role": "assistant", "content": "hi"})"));
+  EXPECT_EQ(h["choices"][0]["finish_reason"], "length");
+}
+
+TEST(ServerFormat, StreamChunks) {
+  json first = chat_chunk("id", 1, "m", "", std::nullopt, true);
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"], json::parse(R"({"role": "assistant", "content": ""})"));
+  EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+  json piece = chat_chunk("id", 1, "m", "abc", std::nullopt);
+  EXPECT_EQ(piece["choices"][0]["delta"], json::parse(R"({"content": "abc"})"));
+  json last = chat_chunk("id", 1, "m", "", StopReason::Length);
+  EXPECT_EQ(last["choices"][0]["delta"], json::object());
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+  json tc = completion_chunk("id", 1, "m", "xy", std::nullopt);
+  EXPECT_EQ(tc["object"], "text_completion");
+  EXPECT_EQ(tc["choices"][0]["text"], "xy");
+  json u = usage_chunk("id", 1, "m", false, {4, 5});
+  EXPECT_TRUE(u["choices"].empty());
+  EXPECT_EQ(u["usage"]["total_tokens"], 9);
+
+  const std::string event = sse_event(piece);
+  ASSERT_EQ(event.rfind("data: ", 0), 0u);
+  ASSERT_EQ(event.substr(event.size() - 2), "\n\n");
+  EXPECT_EQ(event.find('\n'), event.size() - 2);  // one line: newlines inside text are escaped
+  EXPECT_EQ(json::parse(event.substr(6)), piece);
+  EXPECT_EQ(sse_event(completion_chunk("id", 1, "m", "a\nb\n\n", std::nullopt)).find('\n'),
+            sse_event(completion_chunk("id", 1, "m", "a\nb\n\n", std::nullopt)).size() - 2);
+  EXPECT_EQ(sse_done(), "data: [DONE]\n\n");
+  // Invalid UTF-8 from a model never throws: it becomes U+FFFD.
+  std::string bad = dump(json{{"t", std::string("a\xff\xfe")}});
+  EXPECT_EQ(json::parse(bad)["t"], "a\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+}  // namespace
+}  // namespace hfstatic::server
