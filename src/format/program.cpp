@@ -1,6 +1,7 @@
 #include "format/program.h"
 
 #include "util/error.h"
+#include "util/json_limits.h"
 
 namespace hfstatic {
 
@@ -20,7 +21,7 @@ std::shared_ptr<const Program> Program::load_mapped(MappedFile file) {
   auto it = p->view_.metadata().find(kProgramMetadataKey);
   if (it == p->view_.metadata().end())
     fail(path, ": not an hfstatic program (safetensors __metadata__ has no '", kProgramMetadataKey, "' entry)");
-  nlohmann::json j = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j = parse_json_limited(it->second, cat(path, ": __metadata__.", kProgramMetadataKey));
   if (j.is_discarded()) fail(path, ": __metadata__.", kProgramMetadataKey, " is not valid JSON");
   try {
     p->spec_ = ProgramSpec::from_json(j);
