@@ -9,6 +9,7 @@
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 #include "util/error.h"
+#include "util/json_limits.h"
 
 namespace hfstatic {
 
@@ -914,7 +915,8 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
 Tokenizer Tokenizer::from_json(const std::string& tokenizer_json, const std::string& tokenizer_config_json) {
   json root;
   try {
-    root = json::parse(tokenizer_json);
+    root = parse_json_limited(tokenizer_json, "tokenizer.json");
+    if (root.is_discarded()) root = json::parse(tokenizer_json);  // for the parser's message
   } catch (const json::exception& e) {
     fail("tokenizer.json: invalid JSON: ", e.what());
   }
@@ -1048,7 +1050,8 @@ Tokenizer Tokenizer::from_json(const std::string& tokenizer_json, const std::str
   json config = json::object();
   if (!tokenizer_config_json.empty()) {
     try {
-      config = json::parse(tokenizer_config_json);
+      config = parse_json_limited(tokenizer_config_json, "tokenizer_config.json");
+      if (config.is_discarded()) config = json::parse(tokenizer_config_json);  // for the parser's message
     } catch (const json::exception& e) {
       fail("tokenizer_config.json: invalid JSON: ", e.what());
     }
