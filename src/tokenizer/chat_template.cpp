@@ -1,6 +1,7 @@
 #include "tokenizer/chat_template.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -410,6 +411,19 @@ class Parser {
   const Source& src_;
   std::vector<Token> t_;
   size_t i_ = 0;
+  // Depth of the node being parsed: parsing, rendering and freeing recurse once per level, so
+  // a template nesting deeper than this is an error rather than a stack overflow.
+  static constexpr int kMaxDepth = 200;
+  int depth_ = 0;
+  struct DepthScope {  // restores the depth when the function that went deeper returns
+    Parser& p;
+    int saved;
+    explicit DepthScope(Parser& parser) : p(parser), saved(parser.depth_) {}
+    ~DepthScope() { p.depth_ = saved; }
+  };
+  void deeper(size_t pos) {
+    if (++depth_ > kMaxDepth) src_.error(pos, cat("expressions or blocks nest deeper than ", kMaxDepth, " levels"));
+  }
 
   const Token& peek(size_t k = 0) const { return t_[std::min(i_ + k, t_.size() - 1)]; }
   const Token& next() { return t_[std::min(i_++, t_.size() - 1)]; }
@@ -478,6 +492,8 @@ class Parser {
   }
 
   NodePtr parse_statement() {
+    DepthScope scope(*this);
+    deeper(peek().pos);
     const Token kw = next();
     auto n = std::make_unique<Node>();
     n->pos = kw.pos;
@@ -559,13 +575,19 @@ class Parser {
   }
 
  public:
-  ExprPtr parse_expr() { return parse_or_ternary(true); }
+  ExprPtr parse_expr() {
+    DepthScope scope(*this);
+    deeper(peek().pos);
+    return parse_or_ternary(true);
+  }
 
  private:
   ExprPtr parse_or_ternary(bool allow_ternary) {
+    DepthScope scope(*this);
     ExprPtr e = parse_or();
     if (allow_ternary && is_name("if")) {
       const size_t pos = next().pos;
+      deeper(pos);
       auto c = make(ExprKind::kCond, pos);
       c->b = std::move(e);  // value when true
       c->a = parse_or();    // condition
@@ -585,24 +607,30 @@ class Parser {
     return e;
   }
   ExprPtr parse_or() {
+    DepthScope scope(*this);
     ExprPtr l = parse_and();
     while (is_name("or")) {
       const size_t pos = next().pos;
+      deeper(pos);
       l = binary("or", std::move(l), parse_and(), pos);
     }
     return l;
   }
   ExprPtr parse_and() {
+    DepthScope scope(*this);
     ExprPtr l = parse_not();
     while (is_name("and")) {
       const size_t pos = next().pos;
+      deeper(pos);
       l = binary("and", std::move(l), parse_not(), pos);
     }
     return l;
   }
   ExprPtr parse_not() {
+    DepthScope scope(*this);
     if (is_name("not")) {
       const size_t pos = next().pos;
+      deeper(pos);
       auto e = make(ExprKind::kUnary, pos);
       e->name = "not";
       e->a = parse_not();
@@ -611,18 +639,22 @@ class Parser {
     return parse_compare();
   }
   ExprPtr parse_compare() {
+    DepthScope scope(*this);
     ExprPtr l = parse_math1();
     for (;;) {
       const size_t pos = peek().pos;
       if (peek().type == Tok::kOp && (peek().text == "==" || peek().text == "!=" || peek().text == "<" ||
                                       peek().text == ">" || peek().text == "<=" || peek().text == ">=")) {
         const std::string op = next().text;
+        deeper(pos);
         l = binary(op, std::move(l), parse_math1(), pos);
       } else if (is_name("in")) {
         ++i_;
+        deeper(pos);
         l = binary("in", std::move(l), parse_math1(), pos);
       } else if (is_name("not") && is_name("in", 1)) {
         i_ += 2;
+        deeper(pos);
         l = binary("not in", std::move(l), parse_math1(), pos);
       } else {
         return l;
@@ -630,40 +662,50 @@ class Parser {
     }
   }
   ExprPtr parse_math1() {
+    DepthScope scope(*this);
     ExprPtr l = parse_concat();
     while (is_op("+") || is_op("-")) {
       const Token& op = next();
+      deeper(op.pos);
       l = binary(op.text, std::move(l), parse_concat(), op.pos);
     }
     return l;
   }
   ExprPtr parse_concat() {
+    DepthScope scope(*this);
     ExprPtr l = parse_math2();
     while (is_op("~")) {
       const size_t pos = next().pos;
+      deeper(pos);
       l = binary("~", std::move(l), parse_math2(), pos);
     }
     return l;
   }
   ExprPtr parse_math2() {
+    DepthScope scope(*this);
     ExprPtr l = parse_pow();
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
       const Token& op = next();
+      deeper(op.pos);
       l = binary(op.text, std::move(l), parse_pow(), op.pos);
     }
     return l;
   }
   ExprPtr parse_pow() {
+    DepthScope scope(*this);
     ExprPtr l = parse_unary();
     while (is_op("**")) {
       const size_t pos = next().pos;
+      deeper(pos);
       l = binary("**", std::move(l), parse_unary(), pos);
     }
     return l;
   }
   ExprPtr parse_unary() {
+    DepthScope scope(*this);
     if (is_op("-") || is_op("+")) {
       const Token& op = next();
+      deeper(op.pos);
       auto e = make(ExprKind::kUnary, op.pos);
       e->name = op.text;
       e->a = parse_unary();
@@ -674,6 +716,7 @@ class Parser {
     for (;;) {
       if (is_op("|")) {
         const size_t pos = next().pos;
+        deeper(pos);
         auto f = make(ExprKind::kFilter, pos);
         f->name = name();
         f->a = std::move(e);
@@ -681,6 +724,7 @@ class Parser {
         e = parse_postfix(std::move(f));
       } else if (is_name("is")) {
         const size_t pos = next().pos;
+        deeper(pos);
         auto t = make(ExprKind::kTest, pos);
         if (is_name("not")) {
           ++i_;
@@ -721,7 +765,9 @@ class Parser {
     expect_op(")");
   }
   ExprPtr parse_postfix(ExprPtr e) {
+    DepthScope scope(*this);
     for (;;) {
+      deeper(peek().pos);
       if (is_op(".")) {
         const size_t pos = next().pos;
         auto a = make(ExprKind::kAttr, pos);
@@ -775,12 +821,16 @@ class Parser {
       }
       case Tok::kInt: {
         auto e = make(ExprKind::kLiteral, tk.pos);
-        e->literal = Value(static_cast<int64_t>(std::stoll(tk.text)));
+        int64_t v = 0;
+        auto [end, ec] = std::from_chars(tk.text.data(), tk.text.data() + tk.text.size(), v);
+        if (ec != std::errc() || end != tk.text.data() + tk.text.size())
+          src_.error(tk.pos, cat("integer literal ", tk.text, " is out of range"));
+        e->literal = Value(v);
         return e;
       }
       case Tok::kFloat: {
         auto e = make(ExprKind::kLiteral, tk.pos);
-        e->literal = Value(std::stod(tk.text));
+        e->literal = Value(std::strtod(tk.text.c_str(), nullptr));  // overflow gives inf, as in Python
         return e;
       }
       case Tok::kName: {
