@@ -20,6 +20,7 @@ packages=(
   nlohmann-json3-dev                             # JSON headers, program and checkpoint metadata
   libcpp-httplib-dev                             # HTTP server of hfstatic serve
   python3 python3-numpy                          # independent NumPy reference of the HF forward pass
+  clang libclang-rt-14-dev llvm                  # fuzz/ (libFuzzer) and sanitizer runtimes
 )
 # Node.js (with npm) runs the Hugging Face tokenizer reference; keep a Node.js that is already
 # installed (some come with their own npm, which conflicts with Debian's npm package).

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds the concurrency test with ThreadSanitizer (GCC) in build-tsan and runs it: several
+# runners on threads share one loaded program (tests/hostile/test_concurrency.cpp).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs="${HFSTATIC_JOBS:-$(nproc)}"
+build="${HFSTATIC_TSAN_BUILD:-build-tsan}"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHFSTATIC_SANITIZE=thread -DHFSTATIC_BUILD_BENCH=OFF
+cmake --build "$build" -j"$jobs" --target test_concurrency
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+"$build/tests/hostile/test_concurrency"
