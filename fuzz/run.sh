@@ -26,7 +26,8 @@ fz="$build/fuzz"
 bash fuzz/make-seeds.sh "$fz/seeds" "$tool"
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
-flags=(-rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10 -print_final_stats=1)
+# A fixed seed keeps CI runs repeatable; HFSTATIC_FUZZ_SEED=0 picks a random one.
+flags=(-rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10 -print_final_stats=1 -seed="${HFSTATIC_FUZZ_SEED:-1}")
 status=0
 for h in "${harnesses[@]}"; do
   bin="$fz/fuzz_$h"
