@@ -4,6 +4,7 @@
 #include <set>
 
 #include "util/error.h"
+#include "util/json_limits.h"
 
 namespace hfstatic {
 
@@ -12,7 +13,7 @@ using nlohmann::json;
 namespace {
 json read_json(const std::string& path) {
   std::string text = read_text_file(path);
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json j = parse_json_limited(text, path);
   if (j.is_discarded()) fail(path, ": not valid JSON");
   return j;
 }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/json_limits.h"
 #include "util/mapped_file.h"
 
 namespace hfstatic {
@@ -43,7 +44,7 @@ SafetensorsView SafetensorsView::parse(const uint8_t* data, size_t size, const s
     fail(origin, ": data area starts at byte ", 8 + header_size, ", not a multiple of 8");
 
   const char* text = reinterpret_cast<const char*>(data + 8);
-  json header = json::parse(text, text + header_size, nullptr, /*allow_exceptions=*/false);
+  json header = parse_json_limited(std::string_view(text, header_size), origin + ": header");
   if (header.is_discarded()) fail(origin, ": header is not valid JSON");
   if (!header.is_object()) fail(origin, ": header is not a JSON object");
 

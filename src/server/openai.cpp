@@ -3,6 +3,8 @@
 #include <random>
 #include <set>
 
+#include "util/json_limits.h"
+
 namespace hfstatic::server {
 
 using nlohmann::json;
@@ -96,8 +98,11 @@ const std::set<std::string>& known_keys(Endpoint endpoint) {
 CompletionRequest parse_completion_request(const std::string& body, Endpoint endpoint, const ModelLimits& limits) {
   json j;
   try {
-    j = json::parse(body);
+    j = parse_json_limited(body, "request body", 64);
+    if (j.is_discarded()) j = json::parse(body);  // for the parser's message
   } catch (const json::exception& e) {
+    throw ApiError(400, std::string("We could not parse the JSON body of your request: ") + e.what(), "", "invalid_json");
+  } catch (const Error& e) {
     throw ApiError(400, std::string("We could not parse the JSON body of your request: ") + e.what(), "", "invalid_json");
   }
   return parse_completion_request(j, endpoint, limits);

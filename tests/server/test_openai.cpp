@@ -84,6 +84,7 @@ TEST(ServerRequest, Rejections) {
       {"{not json", C, "", "invalid_json"},
       {"", C, "", "invalid_json"},
       {"[1]", C, "", "invalid_json"},
+      {"{\"prompt\": " + std::string(100000, '[') + std::string(100000, ']') + "}", C, "", "invalid_json"},
       {R"({"max_tokens": 3})", C, "prompt", "missing_required_parameter"},
       {R"({"prompt": 5})", C, "prompt", "invalid_type"},
       {R"({"prompt": [1, 2]})", C, "prompt", "invalid_type"},
