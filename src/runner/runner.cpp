@@ -94,6 +94,12 @@ void Runner::rewind(size_t n) {
 
 GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const GenerationConfig& config,
                                          const std::function<bool(int64_t)>& on_token) {
+  return generate_impl(prompt, config, on_token, {});
+}
+
+GenerationResult Runner::generate_impl(std::span<const int64_t> prompt, const GenerationConfig& config,
+                                       const std::function<bool(int64_t)>& on_token,
+                                       const std::function<void(const std::string&)>& on_text) {
   const ModelInfo& m = io_->model();
   const auto t0 = Clock::now();
   stop_requested_.store(false);
@@ -136,6 +142,7 @@ GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const 
   std::unique_ptr<StreamDecoder> decoder;
   if (tokenizer_) decoder = std::make_unique<StreamDecoder>(*tokenizer_, /*skip_special=*/true);
   std::string text;
+  size_t emitted = 0;  // bytes of text passed to on_text
   const auto decode_start = Clock::now();
   result.stop_reason = StopReason::Length;
   while (int64_t(result.tokens.size()) < config.max_new_tokens) {
@@ -167,6 +174,14 @@ GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const 
         stop = true;
       }
     }
+    // Stream what can no longer turn into a stop string.
+    if (on_text) {
+      const size_t safe = stop ? text.size() : text.size() - held_back(text, config.stop_strings);
+      if (safe > emitted) {
+        on_text(text.substr(emitted, safe - emitted));
+        emitted = safe;
+      }
+    }
     if (on_token && !on_token(token)) {
       result.stop_reason = StopReason::Stopped;
       stop = true;
@@ -185,6 +200,7 @@ GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const 
     ++fed_;
   }
   if (decoder && result.stop_reason != StopReason::StopString) text += decoder->flush();
+  if (on_text && text.size() > emitted) on_text(text.substr(emitted));
   result.text = std::move(text);
   stats.generated_tokens = int64_t(result.tokens.size());
   stats.decode_ms = ms_since(decode_start);
@@ -199,25 +215,7 @@ GenerationResult Runner::generate(const std::string& prompt, const GenerationCon
   const bool specials = add_special_tokens && context_.empty();
   std::vector<int32_t> ids32 = tokenizer_->encode(prompt, specials);
   std::vector<int64_t> ids(ids32.begin(), ids32.end());
-  if (!on_text) return generate_tokens(ids, config);
-
-  // Stream text: decode per token, holding back what could still become a stop string.
-  StreamDecoder decoder(*tokenizer_, /*skip_special=*/true);
-  std::string text;
-  size_t emitted = 0;
-  GenerationResult r = generate_tokens(ids, config, [&](int64_t token) {
-    if (token < tokenizer_->vocab_size()) text += decoder.push(int32_t(token));
-    size_t safe = text.size() - held_back(text, config.stop_strings);
-    for (const auto& s : config.stop_strings)
-      if (!s.empty()) safe = std::min(safe, text.find(s) == std::string::npos ? safe : text.find(s));
-    if (safe > emitted) {
-      on_text(text.substr(emitted, safe - emitted));
-      emitted = safe;
-    }
-    return true;
-  });
-  if (r.text.size() > emitted) on_text(r.text.substr(emitted));
-  return r;
+  return generate_impl(ids, config, {}, on_text);
 }
 
 }  // namespace hfstatic

@@ -79,6 +79,10 @@ class Runner {
   double load_ms() const { return load_ms_; }
 
  private:
+  GenerationResult generate_impl(std::span<const int64_t> prompt, const GenerationConfig& config,
+                                 const std::function<bool(int64_t)>& on_token,
+                                 const std::function<void(const std::string&)>& on_text);
+
   std::unique_ptr<IOManager> io_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::unique_ptr<ThreadPool> pool_;
