@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "test_support.h"
 #include "util/error.h"
 
 namespace hfstatic::hostile {
@@ -34,19 +35,6 @@ inline void write_bytes(const std::string& path, const std::vector<uint8_t>& byt
 
 inline std::string nested_arrays(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
-// The hfstatic::Error message of f(); a failure if f succeeds or throws anything else.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-hfstatic exception: " << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error was thrown";
-  return "";
-}
+using test::error_of;
 
 }  // namespace hfstatic::hostile
