@@ -241,8 +241,10 @@ std::vector<std::string> HfStaticIOManager::validate(const Program& program) con
 void HfStaticIOManager::load(std::shared_ptr<const Program> program, BufferAllocator& allocator) {
   std::vector<std::string> violations = validate(*program);
   if (!violations.empty()) throw ContractError(program->path(), violations);
-  std::vector<std::string> ignored;
-  info_ = *read_model_info(*program, ignored);
+  std::vector<std::string> metadata_problems;  // empty unless validate() was relaxed
+  auto info = read_model_info(*program, metadata_problems);
+  if (!info) throw ContractError(program->path(), metadata_problems);
+  info_ = *info;
   program_ = program;
 
   // One set of state for both methods.
