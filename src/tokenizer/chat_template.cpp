@@ -1209,7 +1209,9 @@ class Interpreter {
       Value obj = eval(*e.a->a);
       const std::string& m = e.a->name;
       std::vector<Value> args = eval_args(e);
-      auto arg = [&](size_t k) { return k < args.size() ? args[k] : Value(); };
+      static const Value kMissing;
+      // A reference into args (or to kMissing): callers keep references to the strings inside.
+      auto arg = [&](size_t k) -> const Value& { return k < args.size() ? args[k] : kMissing; };
       if (obj.is_string()) {
         const std::string& s = obj.str();
         if (m == "strip") return Value(strip_chars(s, arg(0), true, true));
@@ -1335,7 +1337,9 @@ class Interpreter {
     Value v = eval(*e.a);
     const std::string& f = e.name;
     std::vector<Value> args = eval_args(e);
-    auto arg = [&](size_t k) { return k < args.size() ? args[k] : Value(); };
+    static const Value kMissing;
+      // A reference into args (or to kMissing): callers keep references to the strings inside.
+      auto arg = [&](size_t k) -> const Value& { return k < args.size() ? args[k] : kMissing; };
     if (f == "trim") {
       if (!v.is_string()) v = Value(to_string(v));
       return Value(strip_chars(v.str(), arg(0), true, true));
