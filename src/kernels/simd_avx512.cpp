@@ -46,6 +46,12 @@ struct S {
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V div(V a, V b) { return _mm512_div_ps(a, b); }
   static V max(V a, V b) { return _mm512_max_ps(a, b); }
+  // out[0..4) = the sums of a, b, c and d.
+  static __m256 fold(V v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
+  static void reduce_add4(V a, V b, V c, V d, float* out) {
+    const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(fold(a), fold(b)), _mm256_hadd_ps(fold(c), fold(d)));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+  }
   static float reduce_add(V v) { return _mm512_reduce_add_ps(v); }
   // e^x with Cephes' polynomial (about 1 ulp); exactly 0 below -87.33 (and for -inf).
   static V exp(V x) {

@@ -22,6 +22,10 @@ thread_local bool inside_job = false;  // set while a thread runs a chunk of a p
 // parallel regions of one method run, short enough not to burn a core between runs.
 constexpr auto kSpin = std::chrono::microseconds(2000);
 
+// A range is cut into up to this many chunks per thread, taken in turn by whichever thread is
+// free: a thread slowed down (by other processes, or by slower memory) takes fewer.
+constexpr int kChunksPerThread = 4;
+
 std::pair<int64_t, int64_t> chunk_range(int64_t n, int chunks, int index) {
   int64_t base = n / chunks, extra = n % chunks;
   int64_t begin = index * base + std::min<int64_t>(index, extra);
@@ -35,7 +39,7 @@ struct JobScope {
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -52,8 +56,9 @@ int ThreadPool::hardware_threads() { return std::max(1u, std::thread::hardware_c
 
 void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  int chunks = int(std::min<int64_t>(threads(), std::max<int64_t>(1, n / std::max<int64_t>(1, grain))));
-  if (chunks <= 1 || inside_job) {
+  const int chunks =
+      int(std::min<int64_t>(int64_t(threads()) * kChunksPerThread, std::max<int64_t>(1, n / std::max<int64_t>(1, grain))));
+  if (threads() == 1 || chunks <= 1 || inside_job) {
     fn(0, n);
     return;
   }
@@ -65,6 +70,7 @@ void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t,
   job_ = &fn;
   job_n_ = n;
   job_chunks_ = chunks;
+  next_chunk_.store(0, std::memory_order_relaxed);  // published by the generation increment
   // Every worker acknowledges every job (those without a chunk too), so none can still be
   // reading this job's fields when the next one is posted.
   pending_.store(threads() - 1, std::memory_order_relaxed);
@@ -73,11 +79,7 @@ void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t,
     std::lock_guard<std::mutex> lock(mutex_);  // pairs with the sleeper's check under mutex_
     start_cv_.notify_all();
   }
-  {
-    JobScope scope;
-    auto [b, e] = chunk_range(n, chunks, 0);
-    fn(b, e);
-  }
+  run_chunks();
   for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins < 4096) HFSTATIC_PAUSE();
     else std::this_thread::yield();  // a worker may be descheduled (more threads than cores)
@@ -85,7 +87,15 @@ void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t,
   job_ = nullptr;
 }
 
-void ThreadPool::worker_loop(int index) {
+void ThreadPool::run_chunks() {
+  JobScope scope;
+  for (int i; (i = next_chunk_.fetch_add(1, std::memory_order_relaxed)) < job_chunks_;) {
+    auto [b, e] = chunk_range(job_n_, job_chunks_, i);
+    (*job_)(b, e);
+  }
+}
+
+void ThreadPool::worker_loop() {
   uint64_t seen = 0;  // the generation when the pool was made: a job posted before this thread
                       // first runs is still seen as new
   while (true) {
@@ -111,11 +121,7 @@ void ThreadPool::worker_loop(int index) {
     }
     seen = g;
     if (stopping_.load(std::memory_order_acquire)) return;
-    if (index < job_chunks_) {
-      JobScope scope;
-      auto [b, e] = chunk_range(job_n_, job_chunks_, index);
-      (*job_)(b, e);
-    }
+    run_chunks();
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }

@@ -23,16 +23,17 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int threads() const { return int(workers_.size()) + 1; }
-  // Splits [0, n) into at most threads() contiguous chunks of at least `grain` items (all of
-  // [0, n) in one chunk when n < 2 * grain) and runs them; returns when all finish. A call made
-  // from inside a running job, or while another thread is using the pool, runs inline.
+  // Splits [0, n) into up to 4 x threads() contiguous chunks of at least `grain` items (all of
+  // [0, n) in one chunk when n < 2 * grain); the threads take chunks in turn until none is
+  // left; returns when all finish. A call made from inside a running job, or while another
+  // thread is using the pool, runs inline.
   void run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
   static int hardware_threads();
 
  private:
-  void worker_loop(int index);
-  void run_chunk(int index);
+  void worker_loop();
+  void run_chunks();  // takes chunks of the current job until none is left
 
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;  // one run at a time
@@ -41,6 +42,7 @@ class ThreadPool {
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
   int job_chunks_ = 0;
+  std::atomic<int> next_chunk_{0};
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<int> sleeping_{0};
