@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Builds the concurrency test with ThreadSanitizer (GCC) in build-tsan and runs it: several
-# runners on threads share one loaded program (tests/hostile/test_concurrency.cpp).
+# Builds the threaded tests with ThreadSanitizer (GCC) in build-tsan and runs them: several
+# runners on threads share one loaded program, with and without thread pools of their own
+# (tests/hostile/test_concurrency.cpp), and the thread pool and the kernels it splits
+# (tests/kernels).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="${HFSTATIC_JOBS:-$(nproc)}"
 build="${HFSTATIC_TSAN_BUILD:-build-tsan}"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHFSTATIC_SANITIZE=thread -DHFSTATIC_BUILD_BENCH=OFF
-cmake --build "$build" -j"$jobs" --target test_concurrency
+cmake --build "$build" -j"$jobs" --target test_concurrency test_kernels
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 "$build/tests/hostile/test_concurrency"
+"$build/tests/kernels/test_kernels"

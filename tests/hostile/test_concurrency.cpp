@@ -20,7 +20,8 @@ GenerationConfig greedy(int64_t n) {
   return c;
 }
 
-TEST(Concurrency, RunnersSharingOneProgramMatchSingleThreadedRuns) {
+// Each runner uses `runner_threads` threads of its own pool for its kernels.
+void expect_runners_sharing_one_program_match_single_threaded_runs(int runner_threads) {
   test::TempDir dir("concurrency");
   GraphOptions g;
   g.prefill_len = 4;
@@ -28,10 +29,12 @@ TEST(Concurrency, RunnersSharingOneProgramMatchSingleThreadedRuns) {
   auto program = Program::load(test::export_to(test::cached_checkpoint("tiny-qwen2", 4), dir.file("p.hfs"), g));
   const std::vector<std::vector<int64_t>> prompts = {
       {1, 2, 3}, {200, 17, 5, 9, 11, 64, 3}, {42}, {7, 7, 7, 7, 7, 7, 7, 7, 7, 100}};
-  RunnerOptions o;
-  o.threads = 1;
+  RunnerOptions single;
+  single.threads = 1;
   std::vector<std::vector<int64_t>> expected;
-  for (const auto& p : prompts) expected.push_back(Runner::load(program, o)->generate_tokens(p, greedy(12)).tokens);
+  for (const auto& p : prompts) expected.push_back(Runner::load(program, single)->generate_tokens(p, greedy(12)).tokens);
+  RunnerOptions o;
+  o.threads = runner_threads;
 
   constexpr int kRounds = 2;
   std::vector<std::vector<std::vector<int64_t>>> got(prompts.size());
@@ -56,6 +59,14 @@ TEST(Concurrency, RunnersSharingOneProgramMatchSingleThreadedRuns) {
     ASSERT_EQ(got[t].size(), size_t(kRounds)) << "thread " << t;
     for (const auto& tokens : got[t]) EXPECT_EQ(tokens, expected[t]) << "thread " << t;
   }
+}
+
+TEST(Concurrency, RunnersSharingOneProgramMatchSingleThreadedRuns) {
+  expect_runners_sharing_one_program_match_single_threaded_runs(1);
+}
+
+TEST(Concurrency, RunnersWithTheirOwnThreadPoolsMatchSingleThreadedRuns) {
+  expect_runners_sharing_one_program_match_single_threaded_runs(2);
 }
 
 TEST(Concurrency, IOManagersOnThreadsShareOneProgram) {
