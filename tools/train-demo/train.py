@@ -2,7 +2,7 @@
 """Trains the demo model of hfstatic: a byte-level BPE tokenizer and a small Llama on the King James
 Bible (Debian package bible-kjv-text), written as a Hugging Face checkpoint folder.
 
-usage: /usr/bin/python3 tools/train-demo/train.py [--out models/demo] [--minutes 18]
+usage: /usr/bin/python3 tools/train-demo/train.py [--out models/demo] [--minutes 55]
 """
 import argparse
 import json
@@ -85,7 +85,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "..", "models", "demo"))
     ap.add_argument("--source", choices=["kjv", "fortunes"], default="kjv")
-    ap.add_argument("--minutes", type=float, default=18.0, help="wall-clock training budget")
+    ap.add_argument("--minutes", type=float, default=55.0, help="wall-clock training budget")
     ap.add_argument("--vocab", type=int, default=4096)
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--layers", type=int, default=4)
