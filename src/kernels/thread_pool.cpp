@@ -22,16 +22,6 @@ thread_local bool inside_job = false;  // set while a thread runs a chunk of a p
 // parallel regions of one method run, short enough not to burn a core between runs.
 constexpr auto kSpin = std::chrono::microseconds(2000);
 
-// A range is cut into up to this many chunks per thread, taken in turn by whichever thread is
-// free: a thread slowed down (by other processes, or by slower memory) takes fewer.
-constexpr int kChunksPerThread = 4;
-
-std::pair<int64_t, int64_t> chunk_range(int64_t n, int chunks, int index) {
-  int64_t base = n / chunks, extra = n % chunks;
-  int64_t begin = index * base + std::min<int64_t>(index, extra);
-  return {begin, begin + base + (index < extra ? 1 : 0)};
-}
-
 struct JobScope {
   JobScope() { inside_job = true; }
   ~JobScope() { inside_job = false; }
@@ -56,9 +46,8 @@ int ThreadPool::hardware_threads() { return std::max(1u, std::thread::hardware_c
 
 void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  const int chunks =
-      int(std::min<int64_t>(int64_t(threads()) * kChunksPerThread, std::max<int64_t>(1, n / std::max<int64_t>(1, grain))));
-  if (threads() == 1 || chunks <= 1 || inside_job) {
+  grain = std::max<int64_t>(1, grain);
+  if (threads() == 1 || n < 2 * grain || inside_job) {
     fn(0, n);
     return;
   }
@@ -69,8 +58,8 @@ void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t,
   }
   job_ = &fn;
   job_n_ = n;
-  job_chunks_ = chunks;
-  next_chunk_.store(0, std::memory_order_relaxed);  // published by the generation increment
+  job_grain_ = grain;
+  next_item_.store(0, std::memory_order_relaxed);  // published by the generation increment
   // Every worker acknowledges every job (those without a chunk too), so none can still be
   // reading this job's fields when the next one is posted.
   pending_.store(threads() - 1, std::memory_order_relaxed);
@@ -87,11 +76,22 @@ void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t,
   job_ = nullptr;
 }
 
+// Guided scheduling: each take is half of an equal share of what is left (at least a grain), so
+// chunks start large and shrink towards the end, where the threads finish close together. A
+// thread slowed down (by other processes, or by slower memory) simply takes fewer.
 void ThreadPool::run_chunks() {
   JobScope scope;
-  for (int i; (i = next_chunk_.fetch_add(1, std::memory_order_relaxed)) < job_chunks_;) {
-    auto [b, e] = chunk_range(job_n_, job_chunks_, i);
-    (*job_)(b, e);
+  const int64_t parts = 2 * int64_t(threads());
+  int64_t begin = next_item_.load(std::memory_order_relaxed), size = 0;
+  while (true) {
+    do {
+      if (begin >= job_n_) return;
+      const int64_t left = job_n_ - begin;
+      size = std::max(job_grain_, left / parts);
+      if (left - size < job_grain_) size = left;  // no remainder below a grain
+    } while (!next_item_.compare_exchange_weak(begin, begin + size, std::memory_order_relaxed));
+    (*job_)(begin, begin + size);
+    begin = next_item_.load(std::memory_order_relaxed);
   }
 }
 

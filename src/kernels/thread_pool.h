@@ -23,9 +23,10 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int threads() const { return int(workers_.size()) + 1; }
-  // Splits [0, n) into up to 4 x threads() contiguous chunks of at least `grain` items (all of
-  // [0, n) in one chunk when n < 2 * grain); the threads take chunks in turn until none is
-  // left; returns when all finish. A call made from inside a running job, or while another
+  // Runs fn over contiguous chunks of [0, n) of at least `grain` items (all of [0, n) in one
+  // chunk when n < 2 * grain). The threads take chunks until none is left, each half of an
+  // equal share of what remains, so chunks shrink towards the end and the threads finish
+  // together; returns when all finish. A call made from inside a running job, or while another
   // thread is using the pool, runs inline.
   void run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
@@ -41,8 +42,8 @@ class ThreadPool {
   std::condition_variable start_cv_;
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
-  int job_chunks_ = 0;
-  std::atomic<int> next_chunk_{0};
+  int64_t job_grain_ = 1;
+  std::atomic<int64_t> next_item_{0};
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<int> sleeping_{0};

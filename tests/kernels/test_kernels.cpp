@@ -292,8 +292,11 @@ TEST(Kernels, PublicEntryPointsUseTheActiveIsa) {
 }
 
 TEST(Kernels, FmaProbeCountsFlops) {
-  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
-    if (const KernelTable* k = kernel_table(isa)) EXPECT_GT(k->fma_probe(100), 0.0);
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    if (const KernelTable* k = kernel_table(isa)) {
+      EXPECT_GT(k->fma_probe(100), 0.0);
+    }
+  }
 }
 
 }  // namespace
