@@ -56,6 +56,11 @@ int run_bench_command(const std::vector<std::string>& argv) {
                 stats_str(tg["tokens_per_s"]).c_str(), tg["gbps"].get<double>(), tg["bytes_per_token"].get<double>() / (1 << 20));
     if (ceil) std::printf("  %5.1f%% of read bandwidth", 100 * tg["fraction_of_bandwidth"].get<double>());
     std::printf("  cpu %.0f%%\n", 100 * tg["cpu_share"].get<double>());
+    if (tg.contains("fraction_of_bandwidth_paired")) {
+      const auto& f = tg["fraction_of_bandwidth_paired"];
+      std::printf("         each decode run against a bandwidth pass right after it: %.1f%% (%.1f .. %.1f)\n",
+                  100 * f["median"].get<double>(), 100 * f["min"].get<double>(), 100 * f["max"].get<double>());
+    }
   }
   const auto& mem = j["memory"];
   std::printf("memory   peak RSS %.1f MiB; weights + caches %.1f MiB (+64 MiB budget: %s)\n",

@@ -1,0 +1,96 @@
+// The benchmark behind `hfstatic bench`, run on a tiny program: the report holds every number
+// the documentation promises, and the derived ones agree with what they are derived from.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/bench.h"
+#include "test_support.h"
+#include "util/error.h"
+
+namespace hfstatic {
+namespace {
+
+using nlohmann::json;
+
+void expect_stats(const json& s, const std::string& what) {
+  EXPECT_GT(s["min"].get<double>(), 0) << what;
+  EXPECT_LE(s["min"].get<double>(), s["median"].get<double>()) << what;
+  EXPECT_LE(s["median"].get<double>(), s["max"].get<double>()) << what;
+}
+
+bench::BenchOptions tiny_options(test::TempDir& dir) {
+  GraphOptions g;
+  g.prefill_len = 8;
+  g.max_context = 64;
+  bench::BenchOptions o;
+  o.path = test::export_to(test::cached_checkpoint("tiny"), dir.file("p.hfs"), g);
+  o.prompt = 12;  // one prefill chunk, then a tail through decode
+  o.gen = 6;
+  o.reps = 3;
+  o.threads = 2;
+  o.bandwidth_bytes = uint64_t(32) << 20;
+  return o;
+}
+
+TEST(Bench, ReportsThroughputCeilingsAndRatiosThatAgree) {
+  test::TempDir dir("bench");
+  const json j = bench::run_bench(tiny_options(dir)).json;
+  EXPECT_EQ(j["threads"].get<int>(), 2);
+
+  const json& pp = j["pp"];
+  EXPECT_EQ(pp["tokens"].get<int64_t>(), 12);
+  expect_stats(pp["tokens_per_s"], "pp tokens/s");
+  EXPECT_GT(pp["flops_per_run"].get<double>(), 0);
+  EXPECT_NEAR(pp["gflops"].get<double>(),
+              pp["flops_per_run"].get<double>() / 12 * pp["tokens_per_s"]["median"].get<double>() / 1e9,
+              1e-9 * pp["gflops"].get<double>());
+
+  const json& tg = j["tg"];
+  EXPECT_EQ(tg["tokens"].get<int64_t>(), 6);
+  EXPECT_EQ(tg["context_start"].get<int64_t>(), 12);
+  expect_stats(tg["tokens_per_s"], "tg tokens/s");
+  // A decode step reads every matrix once (at least 2 bytes a parameter), one embedding row and
+  // part of the caches: no more than all weights and caches.
+  const json& m = j["model"];
+  EXPECT_GE(tg["bytes_per_token"].get<double>(), 2.0 * m["linear_params"].get<double>());
+  EXPECT_LE(tg["bytes_per_token"].get<double>(), m["weight_bytes"].get<double>() + m["cache_bytes"].get<double>());
+  EXPECT_NEAR(tg["gbps"].get<double>(), tg["bytes_per_token"].get<double>() * tg["tokens_per_s"]["median"].get<double>() / 1e9,
+              1e-9 * tg["gbps"].get<double>());
+
+  const json& mc = j["machine"];
+  EXPECT_GT(mc["read_gbps"].get<double>(), 0);
+  EXPECT_GT(mc["fma_gflops"].get<double>(), 0);
+  EXPECT_NEAR(tg["fraction_of_bandwidth"].get<double>(), tg["gbps"].get<double>() / mc["read_gbps"].get<double>(), 1e-9);
+  EXPECT_NEAR(pp["fraction_of_peak"].get<double>(), pp["gflops"].get<double>() / mc["fma_gflops"].get<double>(), 1e-9);
+  expect_stats(tg["fraction_of_bandwidth_paired"], "paired decode/bandwidth ratio");
+
+  const json& mem = j["memory"];
+  EXPECT_GT(mem["peak_rss_bytes"].get<double>(), mem["weights_plus_caches_bytes"].get<double>() * 0.5);
+  EXPECT_EQ(mem["within_budget"].get<bool>(), mem["peak_rss_bytes"].get<double>() <= mem["budget_bytes"].get<double>());
+}
+
+TEST(Bench, WithoutCeilingsThereAreNoRatios) {
+  test::TempDir dir("bench");
+  bench::BenchOptions o = tiny_options(dir);
+  o.ceilings = false;
+  const json j = bench::run_bench(o).json;
+  EXPECT_FALSE(j.contains("machine"));
+  EXPECT_FALSE(j["tg"].contains("fraction_of_bandwidth"));
+  EXPECT_FALSE(j["tg"].contains("fraction_of_bandwidth_paired"));
+  EXPECT_FALSE(j["pp"].contains("fraction_of_peak"));
+}
+
+TEST(Bench, AMissingProgramIsAnErrorNamingIt) {
+  bench::BenchOptions o;
+  o.path = "/nonexistent/model.hfs";
+  try {
+    bench::run_bench(o);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/model.hfs"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace hfstatic
