@@ -362,7 +362,7 @@ BenchResult run_bench(const BenchOptions& o) {
       double unused_cpu = 0;
       for (int rep = 0; rep < o.reps; ++rep) {
         const double gbps = decode_bytes * double(o.gen) / time_decode(&unused_cpu) / 1e9;
-        ratios.push_back(gbps / measure_bandwidth(&pool, o.bandwidth_bytes, 2).read_gbps);
+        ratios.push_back(gbps / measure_bandwidth(&pool, o.bandwidth_bytes, 3).read_gbps);
       }
       j["tg"]["fraction_of_bandwidth_paired"] = Stats::of(ratios).to_json();
     }
