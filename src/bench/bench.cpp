@@ -44,10 +44,6 @@ uint64_t status_field(const char* key) {
   return 0;
 }
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-
 }  // namespace
 
 Stats Stats::of(std::vector<double> s) {
@@ -67,35 +63,40 @@ uint64_t current_rss_bytes() { return status_field("VmRSS"); }
 
 // ---- machine ceilings -------------------------------------------------------------------
 
-BandwidthResult measure_bandwidth(ThreadPool* pool, uint64_t bytes, int passes) {
-  BandwidthResult r;
-  const size_t n = size_t(bytes / 64 * 64 / sizeof(uint64_t));
-  r.bytes = n * sizeof(uint64_t);
-  std::unique_ptr<uint64_t[], FreeDeleter> buf(static_cast<uint64_t*>(std::aligned_alloc(2 << 20, (r.bytes + (2 << 20) - 1) / (2 << 20) * (2 << 20))));
-  if (!buf) fail("cannot allocate ", r.bytes >> 20, " MiB for the bandwidth test");
-  ScopedThreadPool scope(pool);
-  const int64_t chunks = pool ? pool->threads() : 1;
-  auto split = [&](size_t total, int64_t c, int64_t parts) {
-    size_t base = total / size_t(parts) / 8 * 8;
-    size_t b = base * size_t(c);
-    return std::pair<size_t, size_t>(b, c + 1 == parts ? total : b + base);
-  };
-  // First touch from the threads that will read (pages land near them).
-  parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
+BandwidthProbe::BandwidthProbe(ThreadPool* pool, uint64_t bytes)
+    : pool_(pool),
+      parts_(pool ? pool->threads() : 1),
+      n_(size_t(bytes / 64 * 64 / sizeof(uint64_t))),
+      bytes_(n_ * sizeof(uint64_t)),
+      buf_(static_cast<uint64_t*>(std::aligned_alloc(2 << 20, (bytes_ + (2 << 20) - 1) / (2 << 20) * (2 << 20))), std::free) {
+  if (!buf_) fail("cannot allocate ", bytes_ >> 20, " MiB for the bandwidth test");
+  ScopedThreadPool scope(pool_);
+  parallel_for(parts_, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
-      auto [b, e] = split(n, c, chunks);
-      for (size_t i = b; i < e; ++i) buf[i] = i;
+      auto [b, e] = part(n_, c);
+      for (size_t i = b; i < e; ++i) buf_[i] = i;
     }
   });
+}
+
+std::pair<size_t, size_t> BandwidthProbe::part(size_t total, int64_t index) const {
+  const size_t base = total / size_t(parts_) / 8 * 8;
+  const size_t b = base * size_t(index);
+  return {b, index + 1 == parts_ ? total : b + base};
+}
+
+double BandwidthProbe::read_gbps(int passes) {
+  ScopedThreadPool scope(pool_);
   volatile uint64_t sink = 0;
+  double best = 0;
   for (int pass = 0; pass < passes; ++pass) {
-    std::vector<uint64_t> sums(size_t(chunks), 0);
+    std::vector<uint64_t> sums(size_t(parts_), 0);
     auto t0 = Clock::now();
-    parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
+    parallel_for(parts_, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t c = cb; c < ce; ++c) {
-        auto [b, e] = split(n, c, chunks);
+        auto [b, e] = part(n_, c);
         uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        const uint64_t* p = buf.get();
+        const uint64_t* p = buf_.get();
         for (size_t i = b; i < e; i += 8) {
           s0 += p[i] + p[i + 4];
           s1 += p[i + 1] + p[i + 5];
@@ -107,32 +108,39 @@ BandwidthResult measure_bandwidth(ThreadPool* pool, uint64_t bytes, int passes) 
     });
     const double t = seconds_since(t0);
     for (uint64_t s : sums) sink = sink + s;
-    r.read_gbps = std::max(r.read_gbps, double(r.bytes) / t / 1e9);
+    best = std::max(best, double(bytes_) / t / 1e9);
   }
-  // Triad over three arrays of a third of the buffer each.
-  const size_t m = n / 3 / 8 * 8;
-  double* a = reinterpret_cast<double*>(buf.get());
+  return best;
+}
+
+double BandwidthProbe::triad_gbps(int passes) {
+  ScopedThreadPool scope(pool_);
+  // Three arrays of a third of the buffer each.
+  const size_t m = n_ / 3 / 8 * 8;
+  double* a = reinterpret_cast<double*>(buf_.get());
   double* b = a + m;
   double* c = b + m;
-  parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
+  parallel_for(parts_, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t k = cb; k < ce; ++k) {
-      auto [lo, hi] = split(m, k, chunks);
+      auto [lo, hi] = part(m, k);
       for (size_t i = lo; i < hi; ++i) a[i] = 0, b[i] = 1.0, c[i] = 2.0;
     }
   });
+  volatile uint64_t sink = 0;
+  double best = 0;
   for (int pass = 0; pass < passes; ++pass) {
     auto t0 = Clock::now();
-    parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
+    parallel_for(parts_, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t k = cb; k < ce; ++k) {
-        auto [lo, hi] = split(m, k, chunks);
+        auto [lo, hi] = part(m, k);
         for (size_t i = lo; i < hi; ++i) a[i] = b[i] + 3.0 * c[i];
       }
     });
     const double t = seconds_since(t0);
     sink = sink + uint64_t(a[m / 2]);
-    r.triad_gbps = std::max(r.triad_gbps, 3.0 * double(m) * sizeof(double) / t / 1e9);
+    best = std::max(best, 3.0 * double(m) * sizeof(double) / t / 1e9);
   }
-  return r;
+  return best;
 }
 
 PeakResult measure_peak(ThreadPool* pool) {
@@ -349,20 +357,21 @@ BenchResult run_bench(const BenchOptions& o) {
                  {"within_budget", double(peak_rss) <= budget}};
 
   if (o.ceilings) {
-    BandwidthResult bw = measure_bandwidth(&pool, o.bandwidth_bytes, 5);
+    BandwidthProbe probe(&pool, o.bandwidth_bytes);
+    const double read_gbps = probe.read_gbps(5), triad_gbps = probe.triad_gbps(5);
     PeakResult peak = measure_peak(&pool);
-    j["machine"] = {{"threads", threads},          {"read_gbps", bw.read_gbps},       {"triad_gbps", bw.triad_gbps},
-                    {"bandwidth_bytes", bw.bytes}, {"fma_gflops", peak.fma_gflops}, {"gemm_in_cache_gflops", peak.gemm_gflops},
+    j["machine"] = {{"threads", threads},           {"read_gbps", read_gbps},        {"triad_gbps", triad_gbps},
+                    {"bandwidth_bytes", probe.bytes()}, {"fma_gflops", peak.fma_gflops}, {"gemm_in_cache_gflops", peak.gemm_gflops},
                     {"isa", peak.isa}};
     if (j.contains("tg")) {
-      j["tg"]["fraction_of_bandwidth"] = j["tg"]["gbps"].get<double>() / bw.read_gbps;
+      j["tg"]["fraction_of_bandwidth"] = j["tg"]["gbps"].get<double>() / read_gbps;
       // The bandwidth a shared host leaves to this process moves from one second to the next,
       // so decode is also compared pair by pair: a decode run, then at once a bandwidth pass.
       std::vector<double> ratios;
       double unused_cpu = 0;
       for (int rep = 0; rep < o.reps; ++rep) {
         const double gbps = decode_bytes * double(o.gen) / time_decode(&unused_cpu) / 1e9;
-        ratios.push_back(gbps / measure_bandwidth(&pool, o.bandwidth_bytes, 3).read_gbps);
+        ratios.push_back(gbps / probe.read_gbps(3));
       }
       j["tg"]["fraction_of_bandwidth_paired"] = Stats::of(ratios).to_json();
     }

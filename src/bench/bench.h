@@ -3,8 +3,10 @@
 // of a program's methods (bytes a decode step reads, FLOPs a prefill performs).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hfstatic {
@@ -23,14 +25,25 @@ struct Stats {
 
 // ---- machine ceilings -------------------------------------------------------------------
 
-struct BandwidthResult {
-  double read_gbps = 0;   // best pass: sum over the buffer (the decode access pattern)
-  double triad_gbps = 0;  // best pass: a = b + s * c (STREAM convention: 3 arrays counted)
-  uint64_t bytes = 0;     // buffer size
+// A buffer much larger than the caches, allocated and touched once (from the threads that will
+// read it), then measured by STREAM-style passes split over the pool's threads (none: one
+// thread).
+class BandwidthProbe {
+ public:
+  BandwidthProbe(ThreadPool* pool, uint64_t bytes);
+  uint64_t bytes() const { return bytes_; }
+  double read_gbps(int passes);   // best pass: sum over the buffer (the decode access pattern)
+  double triad_gbps(int passes);  // best pass: a = b + s * c (STREAM convention: 3 arrays counted)
+
+ private:
+  std::pair<size_t, size_t> part(size_t total, int64_t index) const;  // a thread's share
+
+  ThreadPool* pool_;
+  int64_t parts_;
+  size_t n_;  // 64-bit words
+  uint64_t bytes_;
+  std::unique_ptr<uint64_t[], void (*)(void*)> buf_;
 };
-// STREAM-style passes over `bytes` of memory (much larger than the caches), split over the
-// pool's threads (none: one thread).
-BandwidthResult measure_bandwidth(ThreadPool* pool, uint64_t bytes, int passes);
 
 struct PeakResult {
   double fma_gflops = 0;   // independent FMAs on registers: the single-precision peak
