@@ -16,7 +16,7 @@ uint64_t align_up(uint64_t v) { return (v + kArenaAlignment - 1) / kArenaAlignme
 
 struct Interval {
   uint64_t offset, bytes;
-  size_t first, last;  // node indices where the value is live
+  size_t first, last;  // steps where the value is live
 };
 
 // Greedy-by-size placement: each value, largest first, takes the lowest offset not used by an
@@ -148,6 +148,26 @@ std::shared_ptr<const Method> Method::load(std::shared_ptr<const Program> progra
     if ((m->values_[id].storage == Storage::Arena || m->values_[id].storage == Storage::Unplanned) && !produced[id])
       fail(where, ": value '", m->values_[id].name, "' is declared but no node produces it");
 
+  // Steps: a node joins the previous one's step when both run the same groupable op on the
+  // same first input and it reads nothing the step writes.
+  std::vector<size_t> step_of(m->nodes_.size() + 1);
+  for (size_t ni = 0; ni < m->nodes_.size(); ++ni) {
+    const Node& node = m->nodes_[ni];
+    bool joins = false;
+    if (!m->steps_.empty() && node.op->run_group) {
+      const Step& step = m->steps_.back();
+      const Node& head = m->nodes_[step.first];
+      joins = head.op == node.op && head.inputs[0] == node.inputs[0];
+      for (size_t k = step.first; joins && k < ni; ++k)
+        for (size_t out : m->nodes_[k].outputs)
+          if (std::find(node.inputs.begin(), node.inputs.end(), out) != node.inputs.end()) joins = false;
+    }
+    if (joins) ++m->steps_.back().count;
+    else m->steps_.push_back({ni, 1});
+    step_of[ni] = m->steps_.size() - 1;
+  }
+  step_of[m->nodes_.size()] = m->steps_.size();
+
   // Outputs.
   std::set<std::string> output_names;
   const size_t end_of_method = spec->nodes.size();
@@ -181,7 +201,8 @@ std::shared_ptr<const Method> Method::load(std::shared_ptr<const Program> progra
   std::vector<size_t> interval_value;
   for (size_t id = 0; id < m->values_.size(); ++id) {
     if (m->values_[id].storage != Storage::Arena) continue;
-    intervals.push_back({0, m->values_[id].bytes, first_use[id], last_use[id]});
+    // A step reads all its inputs while it writes all its outputs.
+    intervals.push_back({0, m->values_[id].bytes, step_of[first_use[id]], step_of[last_use[id]]});
     interval_value.push_back(id);
   }
   std::vector<Interval*> order;
@@ -242,14 +263,32 @@ Status Execution::run(ThreadPool* pool) {
     }
     return Tensor{data, v.dtype, &v.shape};
   };
-  for (size_t ni = 0; ni < m.nodes_.size(); ++ni) {
-    const Method::Node& node = m.nodes_[ni];
-    ins.clear();
-    outs.clear();
-    for (size_t id : node.inputs) ins.push_back(tensor(id));
-    for (size_t id : node.outputs) outs.push_back(tensor(id));
-    Status s = node.op->run(ins, outs, node.prepared.get());
-    if (!s.ok()) return Status::error(cat("method '", m.name(), "' node ", ni, " (", node.op->name, "): ", s.message()));
+  std::vector<std::vector<Tensor>> group_ins, group_outs;
+  for (const Method::Step& step : m.steps_) {
+    const Method::Node& head = m.nodes_[step.first];
+    Status s;
+    if (step.count == 1) {
+      ins.clear();
+      outs.clear();
+      for (size_t id : head.inputs) ins.push_back(tensor(id));
+      for (size_t id : head.outputs) outs.push_back(tensor(id));
+      s = head.op->run(ins, outs, head.prepared.get());
+    } else {
+      group_ins.resize(step.count);
+      group_outs.resize(step.count);
+      for (size_t k = 0; k < step.count; ++k) {
+        const Method::Node& node = m.nodes_[step.first + k];
+        group_ins[k].clear();
+        group_outs[k].clear();
+        for (size_t id : node.inputs) group_ins[k].push_back(tensor(id));
+        for (size_t id : node.outputs) group_outs[k].push_back(tensor(id));
+      }
+      s = head.op->run_group(group_ins, group_outs);
+    }
+    if (!s.ok()) {
+      const std::string nodes = step.count == 1 ? cat("node ", step.first) : cat("nodes ", step.first, "-", step.first + step.count - 1);
+      return Status::error(cat("method '", m.name(), "' ", nodes, " (", head.op->name, "): ", s.message()));
+    }
   }
   return {};
 }

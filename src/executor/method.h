@@ -28,6 +28,9 @@ class Method {
   // For an Alias output, the index of the input it reports.
   size_t alias_input(size_t output) const { return outputs_[output].index; }
   uint64_t arena_bytes() const { return arena_bytes_; }
+  // Nodes, and the steps they run as (fewer when nodes are grouped).
+  size_t num_nodes() const { return nodes_.size(); }
+  size_t num_steps() const { return steps_.size(); }
 
  private:
   friend class Execution;
@@ -51,11 +54,17 @@ class Method {
     size_t value;
     size_t index;  // alias: input index
   };
+  // What run() executes: one node, or consecutive nodes of an op with run_group that share
+  // their first input (q/k/v, gate/up) as one pass.
+  struct Step {
+    size_t first, count;
+  };
 
   std::shared_ptr<const Program> program_;
   const MethodSpec* spec_ = nullptr;
   std::vector<Value> values_;
   std::vector<Node> nodes_;
+  std::vector<Step> steps_;
   std::vector<Output> outputs_;
   uint64_t arena_bytes_ = 0;
 };

@@ -154,10 +154,24 @@ OpSignature check_linear(const std::vector<OpOperand>& in, const json&) {
   return {{f32({1, x[1], w[0]})}, {}, {}};
 }
 
-Status run_linear(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void*) {
+kernels::LinearOutput linear_output(const std::vector<Tensor>& in, const std::vector<Tensor>& out) {
   const Tensor* bias = in.size() == 3 ? &in[2] : nullptr;
-  kernels::linear(in[0].as<float>(), in[0].dim(1), in[0].dim(2), in[1].data, in[1].dtype, in[1].dim(0),
-                  bias ? bias->data : nullptr, bias ? bias->dtype : DType::F32, out[0].as<float>());
+  return {in[1].data, in[1].dtype, in[1].dim(0), bias ? bias->data : nullptr, bias ? bias->dtype : DType::F32,
+          out[0].as<float>()};
+}
+
+Status run_linear(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void*) {
+  const kernels::LinearOutput one = linear_output(in, out);
+  kernels::linear_group(in[0].as<float>(), in[0].dim(1), in[0].dim(2), &one, 1);
+  return {};
+}
+
+Status run_linear_group(const std::vector<std::vector<Tensor>>& in, const std::vector<std::vector<Tensor>>& out) {
+  std::vector<kernels::LinearOutput> group;
+  group.reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) group.push_back(linear_output(in[i], out[i]));
+  const Tensor& x = in[0][0];
+  kernels::linear_group(x.as<float>(), x.dim(1), x.dim(2), group.data(), int(group.size()));
   return {};
 }
 
@@ -358,7 +372,7 @@ constexpr OpDef kOps[] = {
     {"embedding", check_embedding, run_embedding},
     {"rms_norm", check_rms_norm, run_rms_norm},
     {"head_rms_norm", check_head_rms_norm, run_rms_norm},
-    {"linear", check_linear, run_linear},
+    {"linear", check_linear, run_linear, run_linear_group},
     {"rope", check_rope, run_rope},
     {"cache_write", check_cache_write, run_cache_write},
     {"attention", check_attention, run_attention},

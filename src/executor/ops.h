@@ -37,6 +37,10 @@ struct OpDef {
   // Throws Error with a message naming the operand or attribute at fault.
   OpSignature (*check)(const std::vector<OpOperand>& inputs, const nlohmann::json& attrs);
   Status (*run)(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs, const void* prepared);
+  // Optional: runs consecutive nodes of this op that share their first input as one pass
+  // (inputs[i] and outputs[i] are node i's). The executor groups such nodes at load.
+  Status (*run_group)(const std::vector<std::vector<Tensor>>& inputs, const std::vector<std::vector<Tensor>>& outputs) =
+      nullptr;
 };
 
 const OpDef* find_op(const std::string& name);

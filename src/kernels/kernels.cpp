@@ -76,6 +76,13 @@ void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_typ
   });
 }
 
+void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count) {
+  for (int i = 0; i < count; ++i) {
+    const LinearOutput& o = outputs[i];
+    linear(x, rows, in, o.w, o.w_type, o.out, o.bias, o.bias_type, o.y);
+  }
+}
+
 void rms_norm(const float* x, int64_t rows, int64_t n, const void* w, DType w_type, float eps, float* y) {
   std::vector<float> weight(static_cast<size_t>(n));
   load_row(w, w_type, n, weight.data());
@@ -174,7 +181,7 @@ double fma_probe(int64_t iters) {
   return double(iters) * 8 * 2;
 }
 
-const KernelTable table = {load_row, store_row, linear, rms_norm, rope, attention, silu_mul, add, fma_probe};
+const KernelTable table = {load_row, store_row, linear_group, rms_norm, rope, attention, silu_mul, add, fma_probe};
 
 }  // namespace scalar
 
@@ -279,7 +286,11 @@ void load_row(const void* src, DType type, int64_t n, float* dst) { active().tab
 void store_row(const float* src, int64_t n, void* dst, DType type) { active().table->store_row(src, n, dst, type); }
 void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_type, int64_t out, const void* bias,
             DType bias_type, float* y) {
-  active().table->linear(x, rows, in, w, w_type, out, bias, bias_type, y);
+  const LinearOutput one{w, w_type, out, bias, bias_type, y};
+  active().table->linear_group(x, rows, in, &one, 1);
+}
+void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count) {
+  active().table->linear_group(x, rows, in, outputs, count);
 }
 void rms_norm(const float* x, int64_t rows, int64_t n, const void* w, DType w_type, float eps, float* y) {
   active().table->rms_norm(x, rows, n, w, w_type, eps, y);

@@ -16,6 +16,19 @@ void store_row(const float* src, int64_t n, void* dst, DType type);
 void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_type, int64_t out,
             const void* bias, DType bias_type, float* y);
 
+// One product of a linear group: y[rows, out] = x * w[out, in]^T (+ bias[out]).
+struct LinearOutput {
+  const void* w;
+  DType w_type;
+  int64_t out;
+  const void* bias;  // may be null
+  DType bias_type;
+  float* y;
+};
+// Several linear products of the same x (q/k/v, gate/up) as one parallel pass: x is packed
+// once and the threads share out the output features of all of them together.
+void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count);
+
 // y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w, for rows of length n.
 void rms_norm(const float* x, int64_t rows, int64_t n, const void* w, DType w_type, float eps, float* y);
 

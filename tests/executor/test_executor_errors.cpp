@@ -10,6 +10,7 @@
 
 #include "executor/method.h"
 #include "format/program.h"
+#include "kernels/thread_pool.h"
 #include "test_support.h"
 #include "util/error.h"
 
@@ -564,6 +565,59 @@ TEST_F(ExecutorErrors, ArenaPlanKeepsLiveValuesApart) {
       if (lo > hi) std::swap(lo, hi);
       EXPECT_GE(uint64_t(hi - lo), value_bytes) << "outputs " << p << " and " << q << " overlap";
     }
+}
+
+TEST_F(ExecutorErrors, LinearNodesSharingAnInputRunAsOneStep) {
+  // Three products of s run as one step and two of a as another. Each output must equal its
+  // product computed alone, for decode-like (3) and prefill-like (20) row counts, with and
+  // without a thread pool sharing out the group's output features.
+  const int64_t N = 16;
+  const int64_t outs[] = {130, 8, 70};
+  auto weights = [](int64_t rows, int64_t cols, double phase) {
+    std::vector<float> v(size_t(rows * cols));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = float(std::sin(0.3 * double(i) + phase)) * 0.25f;
+    return v;
+  };
+  const std::vector<float> w0 = weights(outs[0], N, 0), w1 = weights(outs[1], N, 1), w2 = weights(outs[2], N, 2);
+  const std::vector<float> wa = weights(N, outs[0], 3), wb = weights(5, outs[0], 4), bias = weights(1, outs[1], 5);
+  for (int64_t T : {3, 20}) {
+    SCOPED_TRACE(T);
+    Graph g;
+    g.in("x", DType::F32, {1, T, N}).weight("w0", {outs[0], N}, w0).weight("w1", {outs[1], N}, w1);
+    g.weight("w2", {outs[2], N}, w2).weight("b1", {outs[1]}, bias).weight("wa", {N, outs[0]}, wa).weight("wb", {5, outs[0]}, wb);
+    g.val("s", DType::F32, {1, T, N}).val("a", DType::F32, {1, T, outs[0]}).val("b", DType::F32, {1, T, outs[1]});
+    g.val("c", DType::F32, {1, T, outs[2]}).val("d", DType::F32, {1, T, N}).val("e", DType::F32, {1, T, 5});
+    g.node("add", {"x", "x"}, {"s"});
+    g.node("linear", {"s", "w0"}, {"a"});
+    g.node("linear", {"s", "w1", "b1"}, {"b"});
+    g.node("linear", {"s", "w2"}, {"c"});
+    g.node("linear", {"a", "wa"}, {"d"});
+    g.node("linear", {"a", "wb"}, {"e"});
+    for (const char* v : {"a", "b", "c", "d", "e"}) g.out(v, v, OutputMemory::Planned);
+    auto method = load(g);
+    EXPECT_EQ(method->num_nodes(), 6u);
+    EXPECT_EQ(method->num_steps(), 3u);
+
+    std::vector<float> x(size_t(T * N));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::cos(0.9 * double(i)));
+    std::vector<double> sd(x.size());
+    for (size_t i = 0; i < x.size(); ++i) sd[i] = 2.0 * double(x[i]);
+    const auto a = ref_linear(sd, T, N, w0, outs[0]);
+    const std::vector<std::vector<double>> want = {a, ref_linear(sd, T, N, w1, outs[1], &bias), ref_linear(sd, T, N, w2, outs[2]),
+                                                   ref_linear(a, T, outs[0], wa, N), ref_linear(a, T, outs[0], wb, 5)};
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(threads);
+      ThreadPool pool(threads);
+      Execution ex(method);
+      ex.bind_input(0, x.data());
+      ASSERT_TRUE(ex.run(&pool).ok());
+      for (size_t o = 0; o < want.size(); ++o) {
+        const float* got = static_cast<const float*>(ex.output_data(o));
+        for (size_t k = 0; k < want[o].size(); ++k)
+          ASSERT_NEAR(got[k], want[o][k], 1e-5 * (1.0 + std::fabs(want[o][k]))) << "output " << o << " at " << k;
+      }
+    }
+  }
 }
 
 TEST_F(ExecutorErrors, UnplannedOutputNamingAnInput) {

@@ -133,7 +133,8 @@ TEST(Kernels, LinearMatchesScalar) {
         std::vector<float> x = random_floats(rng, size_t(s.rows * s.in));
         const void* bias = bias_kind == 0 ? nullptr : b.bytes.data();
         std::vector<float> want(size_t(s.rows * s.out));
-        ref.linear(x.data(), s.rows, s.in, w.bytes.data(), wt, s.out, bias, bt, want.data());
+        const LinearOutput want_out{w.bytes.data(), wt, s.out, bias, bt, want.data()};
+        ref.linear_group(x.data(), s.rows, s.in, &want_out, 1);
         // Tolerance from the magnitude of the terms of each dot product.
         std::vector<float> scale(want.size());
         for (int64_t r = 0; r < s.rows; ++r)
@@ -145,9 +146,8 @@ TEST(Kernels, LinearMatchesScalar) {
         for (Isa isa : simd_isas())
           for (int threads : kThreads) {
             std::vector<float> got(want.size(), 12345.0f);
-            with_threads(threads, [&] {
-              kernel_table(isa)->linear(x.data(), s.rows, s.in, w.bytes.data(), wt, s.out, bias, bt, got.data());
-            });
+            const LinearOutput got_out{w.bytes.data(), wt, s.out, bias, bt, got.data()};
+            with_threads(threads, [&] { kernel_table(isa)->linear_group(x.data(), s.rows, s.in, &got_out, 1); });
             expect_close(got, want, scale, 2e-6f,
                          label(isa, threads) + " linear " + dtype_name(wt) + " rows=" + std::to_string(s.rows) +
                              " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out) +
@@ -155,6 +155,43 @@ TEST(Kernels, LinearMatchesScalar) {
           }
       }
     }
+  }
+}
+
+// A group shares x and one parallel range over all its output features: every product must
+// come out as if computed alone, whatever the split between threads (sizes that are not a
+// multiple of the register tile or of the parallel grain, mixed weight types, with and
+// without bias).
+TEST(Kernels, LinearGroupMatchesSeparateProducts) {
+  std::mt19937 rng(12);
+  const auto& ref = *kernel_table(Isa::Scalar);
+  const int64_t in = 71;
+  const int64_t outs[] = {130, 7, 65, 200};
+  const DType types[] = {DType::F16, DType::F32, DType::BF16, DType::F16};
+  for (int64_t rows : {1, 2, 5, 17, 40}) {
+    std::vector<float> x = random_floats(rng, size_t(rows * in));
+    std::vector<Stored> w, b;
+    std::vector<std::vector<float>> want;
+    for (int i = 0; i < 4; ++i) {
+      w.push_back(stored(rng, size_t(outs[i] * in), types[i]));
+      b.push_back(stored(rng, size_t(outs[i]), DType::F32));
+      want.emplace_back(size_t(rows * outs[i]));
+      const LinearOutput one{w[i].bytes.data(), types[i], outs[i], i % 2 ? b[i].bytes.data() : nullptr, DType::F32,
+                             want[i].data()};
+      ref.linear_group(x.data(), rows, in, &one, 1);
+    }
+    for (Isa isa : simd_isas())
+      for (int threads : kThreads) {
+        std::vector<std::vector<float>> got;
+        std::vector<LinearOutput> group;
+        for (int i = 0; i < 4; ++i) got.emplace_back(want[i].size(), 12345.0f);
+        for (int i = 0; i < 4; ++i)
+          group.push_back({w[i].bytes.data(), types[i], outs[i], i % 2 ? b[i].bytes.data() : nullptr, DType::F32, got[i].data()});
+        with_threads(threads, [&] { kernel_table(isa)->linear_group(x.data(), rows, in, group.data(), 4); });
+        for (int i = 0; i < 4; ++i)
+          expect_close(got[i], want[i], {}, 2e-5f,
+                       label(isa, threads) + " linear group rows=" + std::to_string(rows) + " product " + std::to_string(i));
+      }
   }
 }
 
