@@ -188,7 +188,7 @@ double MethodCost::decode_bytes(int64_t context) const {
 }
 
 double MethodCost::flops(int64_t start, int64_t count) const {
-  double f = 2.0 * linear_params * double(count);
+  double f = 2.0 * (linear_params - output_linear_params) * double(count) + 2.0 * output_linear_params;
   // Row i sees start + i + 1 slots: QK^T and PV are 2 * head_dim FLOPs per slot and head each.
   const double slots = double(count) * double(start) + double(count) * double(count + 1) / 2.0;
   for (const auto& a : attention) f += 4.0 * double(a.n_heads * a.head_dim) * slots;
@@ -205,6 +205,10 @@ MethodCost method_cost(const Program& program, const std::string& name) {
     if (node.op == "linear" && node.inputs.size() >= 2) {
       if (const TensorInfo* w = weight(node.inputs[1]); w && w->shape.size() == 2) {
         c.linear_params += double(w->shape[0]) * double(w->shape[1]);
+        const bool method_output = std::any_of(m->outputs.begin(), m->outputs.end(), [&](const OutputSpec& o) {
+          return node.outputs.size() == 1 && o.value == node.outputs[0];
+        });
+        if (method_output) c.output_linear_params += double(w->shape[0]) * double(w->shape[1]);
         c.weight_bytes += double(w->size);
       }
       if (node.inputs.size() == 3)

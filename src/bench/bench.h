@@ -58,6 +58,8 @@ PeakResult measure_peak(ThreadPool* pool);
 struct MethodCost {
   int64_t rows = 0;                // rows the method computes (prefill_len or 1)
   double linear_params = 0;        // multiply-adds per row in linear ops
+  double output_linear_params = 0; // of those, in linear ops producing a method output (logits),
+                                   // which the IOManager computes for one row a step
   double weight_bytes = 0;         // bytes of linear and norm weights read once per call
   double embedding_row_bytes = 0;  // bytes of one embedding row
   // Per layer with attention: n_heads, n_kv_heads, head_dim, cache element size.

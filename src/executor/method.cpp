@@ -197,6 +197,21 @@ std::shared_ptr<const Method> Method::load(std::shared_ptr<const Program> progra
     }
   }
 
+  // Row-wise nodes whose only output is a [1, T, N] method output that no node reads.
+  for (size_t i = 0; i < m->outputs_.size(); ++i) {
+    if (spec->outputs[i].memory == OutputMemory::Alias) continue;
+    const size_t id = m->outputs_[i].value;
+    const Value& v = m->values_[id];
+    if (v.shape.size() != 3 || v.shape[0] != 1) continue;
+    bool read = false;
+    Node* producer = nullptr;
+    for (Node& node : m->nodes_) {
+      read = read || std::find(node.inputs.begin(), node.inputs.end(), id) != node.inputs.end();
+      if (node.outputs.size() == 1 && node.outputs[0] == id) producer = &node;
+    }
+    if (producer && !read && producer->op->row_wise) producer->sliceable_output = i;
+  }
+
   std::vector<Interval> intervals;
   std::vector<size_t> interval_value;
   for (size_t id = 0; id < m->values_.size(); ++id) {
@@ -216,7 +231,8 @@ Execution::Execution(std::shared_ptr<const Method> method, BufferAllocator& allo
     : method_(std::move(method)),
       arena_(allocator, std::max<uint64_t>(method_->arena_bytes(), 64)),
       inputs_(method_->num_inputs(), nullptr),
-      outputs_(method_->num_outputs(), nullptr) {}
+      outputs_(method_->num_outputs(), nullptr),
+      output_rows_(method_->num_outputs(), {0, -1}) {}
 
 void Execution::bind_input(size_t i, void* data) {
   if (i >= inputs_.size()) fail("method '", method_->name(), "': input index ", i, " out of range (", inputs_.size(), " inputs)");
@@ -229,6 +245,18 @@ void Execution::bind_output(size_t i, void* data) {
     fail("method '", method_->name(), "': output ", i, " '", method_->spec().outputs[i].name, "' is ",
          output_memory_name(method_->output_memory(i)), ", only unplanned outputs take a buffer");
   outputs_[i] = data;
+}
+
+void Execution::set_output_rows(size_t i, int64_t begin, int64_t end) {
+  const std::string where = cat("method '", method_->name(), "'");
+  if (i >= outputs_.size()) fail(where, ": output index ", i, " out of range (", outputs_.size(), " outputs)");
+  const std::string owhere = cat(where, " output ", i, " '", method_->spec().outputs[i].name, "'");
+  if (method_->output_memory(i) == OutputMemory::Alias) fail(owhere, " is an alias of an input; its rows cannot be limited");
+  const Shape& shape = method_->values_[method_->outputs_[i].value].shape;
+  if (shape.size() != 3 || shape[0] != 1) fail(owhere, " is ", shape_str(shape), ", not [1, T, N]; its rows cannot be limited");
+  if (begin < 0 || end > shape[1] || begin >= end)
+    fail(owhere, ": rows [", begin, ", ", end, ") are not a non-empty range within its ", shape[1], " rows");
+  output_rows_[i] = begin == 0 && end == shape[1] ? std::pair<int64_t, int64_t>{0, -1} : std::pair{begin, end};
 }
 
 void* Execution::output_data(size_t i) const {
@@ -264,6 +292,7 @@ Status Execution::run(ThreadPool* pool) {
     return Tensor{data, v.dtype, &v.shape};
   };
   std::vector<std::vector<Tensor>> group_ins, group_outs;
+  std::vector<Shape> slices;  // shapes of row slices, alive while their node runs
   for (const Method::Step& step : m.steps_) {
     const Method::Node& head = m.nodes_[step.first];
     Status s;
@@ -272,6 +301,20 @@ Status Execution::run(ThreadPool* pool) {
       outs.clear();
       for (size_t id : head.inputs) ins.push_back(tensor(id));
       for (size_t id : head.outputs) outs.push_back(tensor(id));
+      if (head.sliceable_output != SIZE_MAX && output_rows_[head.sliceable_output].second >= 0) {
+        const auto [begin, end] = output_rows_[head.sliceable_output];
+        const int64_t rows = outs[0].dim(1);
+        slices.resize(ins.size() + outs.size());
+        size_t k = 0;
+        for (std::vector<Tensor>* list : {&ins, &outs})
+          for (Tensor& t : *list) {
+            const Shape& shape = *t.shape;
+            if (shape.size() != 3 || shape[0] != 1 || shape[1] != rows) continue;
+            t.data = static_cast<uint8_t*>(t.data) + size_t(begin * shape[2]) * dtype_size(t.dtype);
+            slices[k] = Shape{1, end - begin, shape[2]};
+            t.shape = &slices[k++];
+          }
+      }
       s = head.op->run(ins, outs, head.prepared.get());
     } else {
       group_ins.resize(step.count);

@@ -1,7 +1,9 @@
 // Validated, memory-planned methods and their executions.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "executor/ops.h"
@@ -49,6 +51,9 @@ class Method {
     const OpDef* op;
     std::vector<size_t> inputs, outputs;  // value ids
     std::shared_ptr<const void> prepared;
+    // The method output this node alone produces and no node reads, when its op is row-wise:
+    // run() may compute only the rows of it the caller wants.
+    size_t sliceable_output = SIZE_MAX;
   };
   struct Output {
     size_t value;
@@ -80,6 +85,12 @@ class Execution {
   void bind_input(size_t i, void* data);
   // Binds unplanned output i; throws Error for a planned or alias output.
   void bind_output(size_t i, void* data);
+  // Only rows [begin, end) of output i ([1, T, N], planned or unplanned) are wanted from now on:
+  // when a row-wise op produces it (the logits' linear) only those rows are computed and the
+  // others keep whatever they held. set_output_rows(i, 0, T) wants them all again (the default).
+  // Throws Error naming the output for a bad index, an alias or non-[1, T, N] output, or rows
+  // outside [0, T].
+  void set_output_rows(size_t i, int64_t begin, int64_t end);
   void* input_data(size_t i) const { return inputs_[i]; }
   // Address of output i: the input it aliases, the arena slot, or the bound buffer.
   void* output_data(size_t i) const;
@@ -91,6 +102,7 @@ class Execution {
   Buffer arena_;
   std::vector<void*> inputs_;
   std::vector<void*> outputs_;
+  std::vector<std::pair<int64_t, int64_t>> output_rows_;  // wanted rows per output; {0, -1}: all
 };
 
 }  // namespace hfstatic

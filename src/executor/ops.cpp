@@ -370,14 +370,14 @@ Status run_copy(const std::vector<Tensor>& in, const std::vector<Tensor>& out, c
 
 constexpr OpDef kOps[] = {
     {"embedding", check_embedding, run_embedding},
-    {"rms_norm", check_rms_norm, run_rms_norm},
-    {"head_rms_norm", check_head_rms_norm, run_rms_norm},
-    {"linear", check_linear, run_linear, run_linear_group},
+    {"rms_norm", check_rms_norm, run_rms_norm, nullptr, true},
+    {"head_rms_norm", check_head_rms_norm, run_rms_norm, nullptr, true},
+    {"linear", check_linear, run_linear, run_linear_group, true},
     {"rope", check_rope, run_rope},
     {"cache_write", check_cache_write, run_cache_write},
     {"attention", check_attention, run_attention},
-    {"silu_mul", check_binary, run_silu_mul},
-    {"add", check_binary, run_add},
+    {"silu_mul", check_binary, run_silu_mul, nullptr, true},
+    {"add", check_binary, run_add, nullptr, true},
     {"copy", check_copy, run_copy},
 };
 

@@ -41,6 +41,9 @@ struct OpDef {
   // (inputs[i] and outputs[i] are node i's). The executor groups such nodes at load.
   Status (*run_group)(const std::vector<std::vector<Tensor>>& inputs, const std::vector<std::vector<Tensor>>& outputs) =
       nullptr;
+  // Row r of every [1, T, N] output depends only on row r of the [1, T, *] inputs, so the op
+  // can run on a slice of rows (the executor does when only some rows of an output are wanted).
+  bool row_wise = false;
 };
 
 const OpDef* find_op(const std::string& name);

@@ -333,6 +333,9 @@ void HfStaticIOManager::prepare(StepKind kind, int64_t start_pos, std::span<cons
     std::fill_n(row + visible, C - visible, neg_inf);
   }
   write_counters(start_pos);
+  const size_t logits = state_.size();
+  if (all_logits_) ms.execution->set_output_rows(logits, 0, T);
+  else ms.execution->set_output_rows(logits, n - 1, n);
   prepared_ = kind;
   prepared_rows_ = n;
   ran_ = false;

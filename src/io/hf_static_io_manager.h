@@ -35,6 +35,12 @@ class HfStaticIOManager : public IOManager {
   Status run(ThreadPool* pool) override;
   std::span<const float> logits() const override;
 
+  // A step computes the logits of its last real row only (what logits() returns; the other
+  // rows of the logits output keep stale values). set_all_logits(true) computes every row, for
+  // callers that score the whole prompt (perplexity, parity checks) through
+  // execution(kind).output_data(3 * n_layers). Takes effect at the next prepare().
+  void set_all_logits(bool all) { all_logits_ = all; }
+
   // Introspection for tests and tools.
   const Execution& execution(StepKind kind) const { return *method(kind).execution; }
   void* state_buffer(size_t index) const { return state_[index].data(); }  // k0, v0, c0, k1, ...
@@ -63,6 +69,7 @@ class HfStaticIOManager : public IOManager {
   std::optional<StepKind> prepared_;
   int64_t prepared_rows_ = 0;  // real rows of the prepared step
   bool ran_ = false;
+  bool all_logits_ = false;
 };
 
 void register_hf_static_io_manager(IOManagerRegistry& registry);

@@ -13,7 +13,8 @@ class BufferAllocator {
   virtual void deallocate(void* p, size_t bytes) = 0;
 };
 
-// Aligned heap allocation; the process-wide default.
+// Aligned, zero-filled memory, the process-wide default: the heap for small buffers, anonymous
+// mappings from 1 MiB up (their pages take memory only once written).
 class HeapAllocator : public BufferAllocator {
  public:
   void* allocate(size_t bytes, size_t alignment) override;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench.h"
+#include "format/program.h"
 #include "test_support.h"
 #include "util/error.h"
 
@@ -79,6 +80,24 @@ TEST(Bench, WithoutCeilingsThereAreNoRatios) {
   EXPECT_FALSE(j["tg"].contains("fraction_of_bandwidth"));
   EXPECT_FALSE(j["tg"].contains("fraction_of_bandwidth_paired"));
   EXPECT_FALSE(j["pp"].contains("fraction_of_peak"));
+}
+
+// The logits' matrix is multiplied once a step (the IOManager computes the last real row
+// only); every other matrix once a row.
+TEST(Bench, PrefillCostCountsTheLogitsMatrixOncePerStep) {
+  test::TempDir dir("bench");
+  auto program = Program::load(tiny_options(dir).path);
+  const bench::MethodCost c = bench::method_cost(*program, "prefill");
+  const Shape& embedding = program->weight("model.embed_tokens.weight").info->shape;
+  const double vocab = double(embedding[0]), hidden = double(embedding[1]);
+  EXPECT_EQ(c.output_linear_params, vocab * hidden);
+  EXPECT_GT(c.linear_params, c.output_linear_params);
+  double attention_per_slot = 0;
+  for (const auto& a : c.attention) attention_per_slot += 4.0 * double(a.n_heads * a.head_dim);
+  ASSERT_FALSE(c.attention.empty());
+  // Row 3 of a step from position 0 sees 3 cache slots.
+  EXPECT_DOUBLE_EQ(c.flops(0, 3) - c.flops(0, 2), 2.0 * (c.linear_params - c.output_linear_params) + 3 * attention_per_slot);
+  EXPECT_DOUBLE_EQ(c.flops(0, 1), 2.0 * c.linear_params + attention_per_slot);
 }
 
 TEST(Bench, AMissingProgramIsAnErrorNamingIt) {

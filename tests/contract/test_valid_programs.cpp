@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "fixtures.h"
@@ -160,6 +162,32 @@ TEST_P(ValidProgram, BothMethodsUpdateTheSameStateBuffers) {
     EXPECT_EQ(reported, state) << step_kind_name(kind);
     for (size_t j = 0; j < hf->state_count(); ++j) EXPECT_EQ(exec.input_data(3 + j), hf->state_buffer(j));
   }
+}
+
+// By default a step computes only its last real row of logits; that row, and logits(), must
+// equal the same row computed with all the others.
+TEST_P(ValidProgram, LastRowLogitsEqualThoseOfAnAllRowsStep) {
+  const ValidFixture& f = fixture();
+  const int64_t V = io->model().vocab_size;
+  const size_t n = std::min<size_t>(f.prompt.size(), size_t(io->model().prefill_len));
+  const std::vector<Step> plan = io->plan(0, n);
+  if (n < 2 || plan.size() != 1 || plan[0].kind != StepKind::Prefill) GTEST_SKIP() << "no multi-row prefill at position 0";
+  const std::span<const int64_t> tokens(f.prompt.data(), n);
+  auto last_row = [&](bool all) {
+    hf->set_all_logits(all);
+    io->reset();
+    io->prepare(StepKind::Prefill, 0, tokens);
+    io->bind();
+    EXPECT_TRUE(io->run(nullptr).ok());
+    const float* rows = static_cast<const float*>(hf->execution(StepKind::Prefill).output_data(hf->state_count()));
+    std::vector<float> last(rows + (n - 1) * size_t(V), rows + n * size_t(V));
+    std::span<const float> reported = io->logits();
+    EXPECT_TRUE(std::equal(reported.begin(), reported.end(), last.begin())) << "logits() is not the last real row";
+    return last;
+  };
+  const std::vector<float> full = last_row(true);
+  const std::vector<float> alone = last_row(false);
+  for (int64_t v = 0; v < V; ++v) ASSERT_NEAR(alone[size_t(v)], full[size_t(v)], 1e-4 * (1.0 + std::fabs(full[size_t(v)]))) << "logit " << v;
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, ValidProgram, testing::ValuesIn(valid_names()), param_name);

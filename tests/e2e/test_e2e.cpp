@@ -75,6 +75,7 @@ TEST_P(DemoPerplexity, HeldOutPerplexityMatchesPyTorch) {
   ASSERT_LT(window, size_t(g.max_context));
   auto io = IOManagerRegistry::instance().load(Program::load(test::export_to(kDemo, dir.file("demo.hfs"), g)));
   auto& hf = dynamic_cast<HfStaticIOManager&>(*io);
+  hf.set_all_logits(true);  // every prompt row is scored
   const int64_t V = io->model().vocab_size;
   const size_t prefill_tokens = 3 * 32 + 5;  // three full prefill chunks and a padded one
 

@@ -620,6 +620,60 @@ TEST_F(ExecutorErrors, LinearNodesSharingAnInputRunAsOneStep) {
   }
 }
 
+TEST_F(ExecutorErrors, OnlyTheWantedRowsOfAnOutputAreComputed) {
+  // y = linear(rms_norm(x)): with rows [2, 4) of y wanted, the linear runs on those rows alone
+  // and the other rows keep what the caller left there.
+  const int64_t T = 6, N = 8, O = 5;
+  std::vector<float> w(size_t(O * N)), norm(size_t(N), 1.0f);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(std::sin(0.5 * double(i))) * 0.3f;
+  Graph g;
+  g.in("x", DType::F32, {1, T, N}).weight("w", {O, N}, w).weight("g", {N}, norm);
+  g.val("h", DType::F32, {1, T, N}).val("y", DType::F32, {1, T, O});
+  g.node("rms_norm", {"x", "g"}, {"h"}, {{"eps", 1e-6}});
+  g.node("linear", {"h", "w"}, {"y"});
+  g.out("y", "y", OutputMemory::Planned);
+  Execution ex(load(g));
+  std::vector<float> x(size_t(T * N));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::cos(0.37 * double(i))) + 0.1f;
+  ex.bind_input(0, x.data());
+  std::vector<double> h(x.size());
+  for (int64_t r = 0; r < T; ++r) {
+    double ss = 0;
+    for (int64_t i = 0; i < N; ++i) ss += double(x[size_t(r * N + i)]) * x[size_t(r * N + i)];
+    for (int64_t i = 0; i < N; ++i) h[size_t(r * N + i)] = x[size_t(r * N + i)] / std::sqrt(ss / N + 1e-6);
+  }
+  const std::vector<double> want = ref_linear(h, T, N, w, O);
+  float* y = static_cast<float*>(ex.output_data(0));
+  const float sentinel = 12345.0f;
+
+  ex.set_output_rows(0, 2, 4);
+  std::fill_n(y, T * O, sentinel);
+  ASSERT_TRUE(ex.run().ok());
+  for (int64_t r = 0; r < T; ++r)
+    for (int64_t o = 0; o < O; ++o) {
+      const float got = y[r * O + o];
+      if (r >= 2 && r < 4) EXPECT_NEAR(got, want[size_t(r * O + o)], 1e-5) << "row " << r;
+      else EXPECT_EQ(got, sentinel) << "row " << r << " was computed";
+    }
+
+  ex.set_output_rows(0, 0, T);  // all rows again
+  std::fill_n(y, T * O, sentinel);
+  ASSERT_TRUE(ex.run().ok());
+  for (int64_t k = 0; k < T * O; ++k) EXPECT_NEAR(y[k], want[size_t(k)], 1e-5) << "element " << k;
+
+  EXPECT_THAT(error_of([&] { ex.set_output_rows(0, 3, 3); }), HasSubstr("output 0 'y': rows [3, 3)"));
+  EXPECT_THAT(error_of([&] { ex.set_output_rows(0, 0, T + 1); }), HasSubstr("within its 6 rows"));
+  EXPECT_THAT(error_of([&] { ex.set_output_rows(1, 0, 1); }), HasSubstr("output index 1 out of range"));
+}
+
+TEST_F(ExecutorErrors, RowsOfANonActivationOutputCannotBeLimited) {
+  Graph g;
+  g.in("x", DType::F32, {1, 1, 2, 4}).val("y", DType::F32, {1, 1, 2, 4}).node("copy", {"x"}, {"y"});
+  g.out("y", "y", OutputMemory::Planned);
+  Execution ex(load(g));
+  EXPECT_THAT(error_of([&] { ex.set_output_rows(0, 0, 1); }), HasSubstr("output 0 'y' is [1, 1, 2, 4], not [1, T, N]"));
+}
+
 TEST_F(ExecutorErrors, UnplannedOutputNamingAnInput) {
   Graph g;
   g.in("x", DType::F32, X).val("y", DType::F32, X).node("copy", {"x"}, {"y"});

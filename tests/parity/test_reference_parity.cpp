@@ -38,6 +38,7 @@ TEST_P(ReferenceParity, PrefillAndDecodeLogitsAndGreedyTokensMatch) {
   auto program = Program::load(test::export_to(ckpt, dir.file("p.hfs"), g));
   auto io = IOManagerRegistry::instance().load(program);
   auto& hf = dynamic_cast<HfStaticIOManager&>(*io);
+  hf.set_all_logits(true);  // every prompt row is scored
 
   // 11 prompt tokens: one full prefill chunk, then a padded chunk of 3.
   const std::vector<int64_t> prompt = {256, 72, 101, 108, 108, 111, 44, 32, 119, 111, 114};
