@@ -205,9 +205,9 @@ MethodCost method_cost(const Program& program, const std::string& name) {
     if (node.op == "linear" && node.inputs.size() >= 2) {
       if (const TensorInfo* w = weight(node.inputs[1]); w && w->shape.size() == 2) {
         c.linear_params += double(w->shape[0]) * double(w->shape[1]);
-        const bool method_output = std::any_of(m->outputs.begin(), m->outputs.end(), [&](const OutputSpec& o) {
-          return node.outputs.size() == 1 && o.value == node.outputs[0];
-        });
+        const bool method_output = node.outputs.size() == 1 &&
+                                   std::any_of(m->outputs.begin(), m->outputs.end(),
+                                               [&](const OutputSpec& o) { return o.value == node.outputs[0]; });
         if (method_output) c.output_linear_params += double(w->shape[0]) * double(w->shape[1]);
         c.weight_bytes += double(w->size);
       }

@@ -279,7 +279,6 @@ Status Execution::run(ThreadPool* pool) {
       return Status::error(cat("method '", m.name(), "': output ", i, " '", m.spec().outputs[i].name,
                                "' is unplanned and has no bound buffer; bind one before running"));
   ScopedThreadPool scoped(pool);
-  std::vector<Tensor> ins, outs;
   auto tensor = [&](size_t id) {
     const Method::Value& v = m.values_[id];
     void* data = nullptr;
@@ -291,22 +290,27 @@ Status Execution::run(ThreadPool* pool) {
     }
     return Tensor{data, v.dtype, &v.shape};
   };
-  std::vector<std::vector<Tensor>> group_ins, group_outs;
-  std::vector<Shape> slices;  // shapes of row slices, alive while their node runs
+  std::vector<std::vector<Tensor>> ins, outs;  // per node of the step
+  std::vector<Shape> slices;                     // shapes of row slices, alive while their node runs
   for (const Method::Step& step : m.steps_) {
     const Method::Node& head = m.nodes_[step.first];
+    ins.resize(step.count);
+    outs.resize(step.count);
+    for (size_t k = 0; k < step.count; ++k) {
+      const Method::Node& node = m.nodes_[step.first + k];
+      ins[k].clear();
+      outs[k].clear();
+      for (size_t id : node.inputs) ins[k].push_back(tensor(id));
+      for (size_t id : node.outputs) outs[k].push_back(tensor(id));
+    }
     Status s;
     if (step.count == 1) {
-      ins.clear();
-      outs.clear();
-      for (size_t id : head.inputs) ins.push_back(tensor(id));
-      for (size_t id : head.outputs) outs.push_back(tensor(id));
       if (head.sliceable_output != SIZE_MAX && output_rows_[head.sliceable_output].second >= 0) {
         const auto [begin, end] = output_rows_[head.sliceable_output];
-        const int64_t rows = outs[0].dim(1);
-        slices.resize(ins.size() + outs.size());
+        const int64_t rows = outs[0][0].dim(1);
+        slices.resize(ins[0].size() + outs[0].size());
         size_t k = 0;
-        for (std::vector<Tensor>* list : {&ins, &outs})
+        for (std::vector<Tensor>* list : {&ins[0], &outs[0]})
           for (Tensor& t : *list) {
             const Shape& shape = *t.shape;
             if (shape.size() != 3 || shape[0] != 1 || shape[1] != rows) continue;
@@ -315,18 +319,9 @@ Status Execution::run(ThreadPool* pool) {
             t.shape = &slices[k++];
           }
       }
-      s = head.op->run(ins, outs, head.prepared.get());
+      s = head.op->run(ins[0], outs[0], head.prepared.get());
     } else {
-      group_ins.resize(step.count);
-      group_outs.resize(step.count);
-      for (size_t k = 0; k < step.count; ++k) {
-        const Method::Node& node = m.nodes_[step.first + k];
-        group_ins[k].clear();
-        group_outs[k].clear();
-        for (size_t id : node.inputs) group_ins[k].push_back(tensor(id));
-        for (size_t id : node.outputs) group_outs[k].push_back(tensor(id));
-      }
-      s = head.op->run_group(group_ins, group_outs);
+      s = head.op->run_group(ins, outs);
     }
     if (!s.ok()) {
       const std::string nodes = step.count == 1 ? cat("node ", step.first) : cat("nodes ", step.first, "-", step.first + step.count - 1);
