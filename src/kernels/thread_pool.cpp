@@ -28,8 +28,8 @@ struct JobScope {
 };
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this] { worker_loop(); });
+ThreadPool::ThreadPool(int threads) : stretches_(new Stretch[size_t(std::max(1, threads))]) {
+  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -44,9 +44,17 @@ ThreadPool::~ThreadPool() {
 
 int ThreadPool::hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
+namespace {
+uint64_t pack(int64_t begin, int64_t end) { return uint64_t(begin) << 32 | uint64_t(end); }
+int64_t begin_of(uint64_t blocks) { return int64_t(blocks >> 32); }
+int64_t end_of(uint64_t blocks) { return int64_t(blocks & 0xffffffffu); }
+}  // namespace
+
 void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
+  // Scheduling counts whole grains, which must fit a stretch's 32-bit bounds.
+  grain = std::max(grain, (n + 0x7fffffff - 1) / 0x7fffffff);
   if (threads() == 1 || n < 2 * grain || inside_job) {
     fn(0, n);
     return;
@@ -59,7 +67,10 @@ void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t,
   job_ = &fn;
   job_n_ = n;
   job_grain_ = grain;
-  next_item_.store(0, std::memory_order_relaxed);  // published by the generation increment
+  const int64_t blocks = n / grain, parts = threads();  // the last block takes the remainder
+  job_blocks_ = blocks;
+  for (int64_t t = 0; t < parts; ++t)  // published by the generation increment
+    stretches_[size_t(t)].blocks.store(pack(blocks * t / parts, blocks * (t + 1) / parts), std::memory_order_relaxed);
   // Every worker acknowledges every job (those without a chunk too), so none can still be
   // reading this job's fields when the next one is posted.
   pending_.store(threads() - 1, std::memory_order_relaxed);
@@ -68,7 +79,7 @@ void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t,
     std::lock_guard<std::mutex> lock(mutex_);  // pairs with the sleeper's check under mutex_
     start_cv_.notify_all();
   }
-  run_chunks();
+  run_chunks(0);
   for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins < 4096) HFSTATIC_PAUSE();
     else std::this_thread::yield();  // a worker may be descheduled (more threads than cores)
@@ -76,26 +87,40 @@ void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t,
   job_ = nullptr;
 }
 
-// Guided scheduling: each take is half of an equal share of what is left (at least a grain), so
-// chunks start large and shrink towards the end, where the threads finish close together. A
-// thread slowed down (by other processes, or by slower memory) simply takes fewer.
-void ThreadPool::run_chunks() {
+void ThreadPool::run_blocks(int64_t begin, int64_t end) {
+  (*job_)(begin * job_grain_, end == job_blocks_ ? job_n_ : end * job_grain_);
+}
+
+// Halving keeps the owner's chunks few and long while leaving the tail of its stretch to a
+// thread that runs out of its own work (one slowed by other processes, or by slower memory).
+void ThreadPool::run_chunks(int slot) {
   JobScope scope;
-  const int64_t parts = 2 * int64_t(threads());
-  int64_t begin = next_item_.load(std::memory_order_relaxed), size = 0;
+  std::atomic<uint64_t>& own = stretches_[size_t(slot)].blocks;
+  for (uint64_t s = own.load(std::memory_order_relaxed);;) {
+    const int64_t b = begin_of(s), e = end_of(s);
+    if (b >= e) break;
+    const int64_t take = std::max<int64_t>(1, (e - b) / 2);
+    if (own.compare_exchange_weak(s, pack(b + take, e), std::memory_order_relaxed)) {
+      run_blocks(b, b + take);
+      s = own.load(std::memory_order_relaxed);
+    }
+  }
+  const int parts = threads();
   while (true) {
-    do {
-      if (begin >= job_n_) return;
-      const int64_t left = job_n_ - begin;
-      size = std::max(job_grain_, left / parts);
-      if (left - size < job_grain_) size = left;  // no remainder below a grain
-    } while (!next_item_.compare_exchange_weak(begin, begin + size, std::memory_order_relaxed));
-    (*job_)(begin, begin + size);
-    begin = next_item_.load(std::memory_order_relaxed);
+    int victim = -1;
+    uint64_t vs = 0;
+    for (int t = 0; t < parts; ++t) {
+      const uint64_t s = stretches_[size_t(t)].blocks.load(std::memory_order_relaxed);
+      if (end_of(s) - begin_of(s) > (victim < 0 ? 0 : end_of(vs) - begin_of(vs))) victim = t, vs = s;
+    }
+    if (victim < 0) return;
+    const int64_t b = begin_of(vs), e = end_of(vs), take = std::max<int64_t>(1, (e - b) / 2);
+    if (stretches_[size_t(victim)].blocks.compare_exchange_strong(vs, pack(b, e - take), std::memory_order_relaxed))
+      run_blocks(e - take, e);
   }
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::worker_loop(int slot) {
   uint64_t seen = 0;  // the generation when the pool was made: a job posted before this thread
                       // first runs is still seen as new
   while (true) {
@@ -121,7 +146,7 @@ void ThreadPool::worker_loop() {
     }
     seen = g;
     if (stopping_.load(std::memory_order_acquire)) return;
-    run_chunks();
+    run_chunks(slot);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }

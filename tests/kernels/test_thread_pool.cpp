@@ -88,6 +88,47 @@ TEST(ThreadPool, AFreeThreadTakesTheChunksOfABusyOne) {
   EXPECT_EQ(std::count(ids.begin(), ids.end(), caller), 1);
 }
 
+// Each thread owns an equal stretch and walks it front to back in one sequential stream; a
+// thread out of work takes the rest of another's stretch from its end.
+TEST(ThreadPool, EachThreadWalksItsStretchThenTakesFromTheEndOfAnother) {
+  ThreadPool pool(2);
+  ScopedThreadPool scope(&pool);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::mutex m;
+  std::vector<std::pair<int64_t, int64_t>> caller_chunks, worker_chunks;
+  std::atomic<int64_t> worker_items{0};
+  parallel_for(1000, 10, [&](int64_t b, int64_t e) {
+    if (std::this_thread::get_id() != caller) {
+      {
+        std::lock_guard<std::mutex> lock(m);
+        worker_chunks.emplace_back(b, e);
+      }
+      worker_items += e - b;
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(m);
+      caller_chunks.emplace_back(b, e);
+    }
+    // Hold the caller in its first chunk until the worker has done everything else.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (worker_items.load() < 1000 - (e - b) && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  ASSERT_EQ(caller_chunks.size(), 1u);
+  EXPECT_EQ(caller_chunks[0], std::make_pair(int64_t(0), int64_t(250)));  // half its stretch [0, 500)
+  ASSERT_FALSE(worker_chunks.empty());
+  EXPECT_EQ(worker_chunks.front().first, 500);  // the worker's stretch is [500, 1000)
+  size_t i = 1;
+  for (; i < worker_chunks.size() && worker_chunks[i - 1].second != 1000; ++i)
+    EXPECT_EQ(worker_chunks[i].first, worker_chunks[i - 1].second) << "chunk " << i;
+  ASSERT_LT(i, worker_chunks.size()) << "the worker never took from the caller's stretch";
+  EXPECT_EQ(worker_chunks[i].second, 500);  // then the caller's rest, from its end
+  for (++i; i < worker_chunks.size(); ++i) EXPECT_EQ(worker_chunks[i].second, worker_chunks[i - 1].first) << "chunk " << i;
+  EXPECT_EQ(worker_chunks.back().first, 250);
+  for (auto [b, e] : worker_chunks) EXPECT_EQ(b % 10, 0) << "chunks are whole grains";
+}
+
 TEST(ThreadPool, ManyRepeatedRuns) {
   ThreadPool pool(2);
   ScopedThreadPool scope(&pool);
