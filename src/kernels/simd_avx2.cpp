@@ -62,6 +62,12 @@ struct S {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
+  static float reduce_max(V v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
   // e^x with Cephes' polynomial (about 1 ulp); exactly 0 below -87.33 (and for -inf).
   static V exp(V x) {
     const V valid = _mm256_cmp_ps(x, set1(-87.3365447504f), _CMP_GE_OQ);

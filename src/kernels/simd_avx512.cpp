@@ -53,6 +53,7 @@ struct S {
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
   }
   static float reduce_add(V v) { return _mm512_reduce_add_ps(v); }
+  static float reduce_max(V v) { return _mm512_reduce_max_ps(v); }
   // e^x with Cephes' polynomial (about 1 ulp); exactly 0 below -87.33 (and for -inf).
   static V exp(V x) {
     const __mmask16 valid = _mm512_cmp_ps_mask(x, set1(-87.3365447504f), _CMP_GE_OQ);

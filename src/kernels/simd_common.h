@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <vector>
 
 #include "kernels/isa.h"
 #include "kernels/parallel.h"

@@ -252,8 +252,12 @@ TEST(Kernels, AttentionMatchesScalar) {
   struct Case {
     int64_t rows, n_heads, n_kv_heads, head_dim, context;
   };
-  const Case cases[] = {{1, 4, 2, 16, 33}, {3, 3, 3, 5, 7},    {9, 6, 1, 64, 40}, {1, 9, 3, 64, 512},
-                        {5, 2, 1, 72, 1},  {16, 14, 2, 64, 64}, {2, 4, 4, 128, 19}, {4, 2, 2, 17, 50}, {3, 4, 2, 32, 20}};
+  // Rows >= 4 take the blocked (prefill) path: several row blocks, head groups of 1-7 (queries
+  // four at a time), head_dim 4 and 8 vectors or neither, and off the 8-wide transpose.
+  const Case cases[] = {{1, 4, 2, 16, 33},  {3, 3, 3, 5, 7},     {9, 6, 1, 64, 40},   {1, 9, 3, 64, 512},
+                        {5, 2, 1, 72, 1},   {16, 14, 2, 64, 64},  {2, 4, 4, 128, 19},  {4, 2, 2, 17, 50},
+                        {3, 4, 2, 32, 20},  {40, 9, 3, 64, 100},  {33, 14, 2, 64, 150}, {20, 6, 2, 128, 70},
+                        {18, 5, 1, 20, 37}};
   for (const Case& c : cases)
     for (DType ct : {DType::F32, DType::F16}) {
       const size_t cache_n = size_t(c.n_kv_heads * c.context * c.head_dim);
@@ -285,6 +289,51 @@ TEST(Kernels, AttentionMatchesScalar) {
           expect_close(got, want, {}, 5e-6f,
                        label(isa, threads) + " attention " + dtype_name(ct) + " head_dim=" + std::to_string(c.head_dim) +
                            " context=" + std::to_string(c.context));
+        }
+    }
+}
+
+// A slot that no row can see may hold anything (a cache row never written, or one left from a
+// longer sequence): NaN and infinities there must not reach any output.
+TEST(Kernels, AttentionIgnoresWhatMaskedSlotsHold) {
+  std::mt19937 rng(15);
+  const auto& ref = *kernel_table(Isa::Scalar);
+  const int64_t n_heads = 6, n_kv = 2, head_dim = 64, context = 90;
+  for (int64_t rows : {1, 3, 24})
+    for (DType ct : {DType::F32, DType::F16}) {
+      const size_t cache_n = size_t(n_kv * context * head_dim);
+      Stored kc = stored(rng, cache_n, ct), vc = stored(rng, cache_n, ct);
+      std::vector<float> q = random_floats(rng, size_t(rows * n_heads * head_dim));
+      // Row r sees the slots [0, 30 + r) but 7 and 28, which hold garbage, as do the slots past
+      // what the last row sees.
+      auto hole = [](int64_t j) { return j == 7 || j == 28; };
+      std::vector<float> mask(size_t(rows * context), kNegInf);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < 30 + r; ++j) mask[size_t(r * context + j)] = hole(j) ? kNegInf : 0.0f;
+      const float scale = 0.125f;
+      std::vector<float> want(q.size());
+      ref.attention(q.data(), rows, n_heads, n_kv, head_dim, kc.bytes.data(), vc.bytes.data(), ct, context, mask.data(), scale,
+                    want.data());
+      Stored kg = kc, vg = vc;
+      const float garbage[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(), kNegInf};
+      for (int64_t g = 0; g < n_kv; ++g)
+        for (int64_t j = 0; j < context; ++j) {
+          if (!hole(j) && j < 30 + rows - 1) continue;
+          for (int64_t d = 0; d < head_dim; ++d) {
+            const float bad = garbage[size_t(j + d) % 3];
+            const size_t i = size_t((g * context + j) * head_dim + d);
+            convert_floats(&bad, DType::F32, kg.bytes.data() + i * dtype_size(ct), ct, 1);
+            convert_floats(&bad, DType::F32, vg.bytes.data() + i * dtype_size(ct), ct, 1);
+          }
+        }
+      for (Isa isa : simd_isas())
+        for (int threads : kThreads) {
+          std::vector<float> got(q.size(), 99.0f);
+          with_threads(threads, [&] {
+            kernel_table(isa)->attention(q.data(), rows, n_heads, n_kv, head_dim, kg.bytes.data(), vg.bytes.data(), ct, context,
+                                         mask.data(), scale, got.data());
+          });
+          expect_close(got, want, {}, 5e-6f, label(isa, threads) + " attention over garbage, rows=" + std::to_string(rows) + " " + dtype_name(ct));
         }
     }
 }
