@@ -18,6 +18,7 @@
 #include "kernels/parallel.h"
 #include "kernels/thread_pool.h"
 #include "util/error.h"
+#include "util/huge_pages.h"
 
 namespace hfstatic::bench {
 
@@ -43,6 +44,15 @@ uint64_t status_field(const char* key) {
     if (line.compare(0, n, key) == 0 && line.size() > n && line[n] == ':') return uint64_t(std::strtoull(line.c_str() + n + 1, nullptr, 10)) * 1024;
   return 0;
 }
+
+// Of the resident bytes of the mapping holding `addr`, the fraction in huge pages.
+std::optional<double> resident_huge_fraction(const void* addr) {
+  std::optional<PageUsage> u = page_usage(addr);
+  if (!u || u->resident == 0) return std::nullopt;
+  return double(u->huge) / double(u->resident);
+}
+
+json optional_json(std::optional<double> v) { return v ? json(*v) : json(nullptr); }
 
 }  // namespace
 
@@ -70,6 +80,7 @@ BandwidthProbe::BandwidthProbe(ThreadPool* pool, uint64_t bytes)
       bytes_(n_ * sizeof(uint64_t)),
       buf_(static_cast<uint64_t*>(std::aligned_alloc(2 << 20, (bytes_ + (2 << 20) - 1) / (2 << 20) * (2 << 20))), std::free) {
   if (!buf_) fail("cannot allocate ", bytes_ >> 20, " MiB for the bandwidth test");
+  advise_huge_pages(buf_.get(), bytes_);  // as the program's weights get (MappedFile::open)
   ScopedThreadPool scope(pool_);
   parallel_for(parts_, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
@@ -78,6 +89,8 @@ BandwidthProbe::BandwidthProbe(ThreadPool* pool, uint64_t bytes)
     }
   });
 }
+
+std::optional<double> BandwidthProbe::huge_page_fraction() const { return resident_huge_fraction(buf_.get()); }
 
 std::pair<size_t, size_t> BandwidthProbe::part(size_t total, int64_t index) const {
   const size_t base = total / size_t(parts_) / 8 * 8;
@@ -311,6 +324,9 @@ BenchResult run_bench(const BenchOptions& o) {
     tg.push_back(double(o.gen) / wall);
   }
   const uint64_t peak_rss = peak_rss_bytes();
+  // Every weight has been read by now; how much of the mapping huge pages back decides how
+  // close decode gets to the bandwidth (see util/huge_pages.h).
+  const std::optional<double> weights_huge = resident_huge_fraction(program->file_data());
 
   // Work per benchmark, from the graph: useful prefill FLOPs, bytes read per decode step.
   double prefill_flops = 0;
@@ -342,7 +358,8 @@ BenchResult run_bench(const BenchOptions& o) {
   j["isa"] = kernels::isa_name(kernels::active_isa());
   j["load"] = {{"seconds", load_s},
                {"rss_growth_bytes", rss_loaded > rss_start ? rss_loaded - rss_start : 0},
-               {"first_prompt_seconds", first_s}};
+               {"first_prompt_seconds", first_s},
+               {"huge_page_fraction", optional_json(weights_huge)}};
   if (!pp.empty()) {
     Stats s = Stats::of(pp);
     j["pp"] = {{"tokens", o.prompt}, {"tokens_per_s", s.to_json()}, {"flops_per_run", prefill_flops},
@@ -365,7 +382,7 @@ BenchResult run_bench(const BenchOptions& o) {
     const double read_gbps = probe.read_gbps(5), triad_gbps = probe.triad_gbps(5);
     PeakResult peak = measure_peak(&pool);
     j["machine"] = {{"threads", threads},           {"read_gbps", read_gbps},        {"triad_gbps", triad_gbps},
-                    {"bandwidth_bytes", probe.bytes()}, {"fma_gflops", peak.fma_gflops}, {"gemm_in_cache_gflops", peak.gemm_gflops},
+                    {"bandwidth_bytes", probe.bytes()}, {"bandwidth_huge_page_fraction", optional_json(probe.huge_page_fraction())}, {"fma_gflops", peak.fma_gflops}, {"gemm_in_cache_gflops", peak.gemm_gflops},
                     {"isa", peak.isa}};
     if (j.contains("tg")) {
       j["tg"]["fraction_of_bandwidth"] = j["tg"]["gbps"].get<double>() / read_gbps;

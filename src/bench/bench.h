@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -25,7 +26,7 @@ struct Stats {
 
 // ---- machine ceilings -------------------------------------------------------------------
 
-// A buffer much larger than the caches, allocated and touched once (from the threads that will
+// A buffer much larger than the caches, advised huge pages like the weights' mapping, allocated and touched once (from the threads that will
 // read it), then measured by STREAM-style passes split over the pool's threads (none: one
 // thread).
 class BandwidthProbe {
@@ -34,6 +35,7 @@ class BandwidthProbe {
   uint64_t bytes() const { return bytes_; }
   double read_gbps(int passes);   // best pass: sum over the buffer (the decode access pattern)
   double triad_gbps(int passes);  // best pass: a = b + s * c (STREAM convention: 3 arrays counted)
+  std::optional<double> huge_page_fraction() const;  // of the buffer's resident bytes, in huge pages
 
  private:
   std::pair<size_t, size_t> part(size_t total, int64_t index) const;  // a thread's share

@@ -1,6 +1,7 @@
 // hfstatic bench: prefill and decode throughput of a program, judged against the machine's
 // measured memory bandwidth and FMA peak.
 #include <cstdio>
+#include <string>
 
 #include "bench/bench.h"
 #include "cli/args.h"
@@ -12,6 +13,13 @@ namespace {
 std::string stats_str(const nlohmann::json& s) {
   char buf[96];
   std::snprintf(buf, sizeof buf, "%9.2f (%.2f .. %.2f)", s["median"].get<double>(), s["min"].get<double>(), s["max"].get<double>());
+  return buf;
+}
+
+std::string percent_or_unknown(const nlohmann::json& fraction) {
+  if (!fraction.is_number()) return "unknown";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * fraction.get<double>());
   return buf;
 }
 
@@ -40,8 +48,8 @@ int run_bench_command(const std::vector<std::string>& argv) {
               m["model_type"].get<std::string>().c_str(), m["weights_dtype"].get<std::string>().c_str(),
               m["cache_dtype"].get<std::string>().c_str(), (long long)m["n_layers"].get<int64_t>());
   std::printf("threads  %d, kernels %s\n", j["threads"].get<int>(), j["isa"].get<std::string>().c_str());
-  std::printf("load     %.1f ms (first prompt %.1f ms)\n", j["load"]["seconds"].get<double>() * 1e3,
-              j["load"]["first_prompt_seconds"].get<double>() * 1e3);
+  std::printf("load     %.1f ms (first prompt %.1f ms); weights in 2 MiB pages: %s\n", j["load"]["seconds"].get<double>() * 1e3,
+              j["load"]["first_prompt_seconds"].get<double>() * 1e3, percent_or_unknown(j["load"]["huge_page_fraction"]).c_str());
   const bool ceil = j.contains("machine");
   if (j.contains("pp")) {
     const auto& pp = j["pp"];
@@ -68,9 +76,9 @@ int run_bench_command(const std::vector<std::string>& argv) {
               mem["within_budget"].get<bool>() ? "within" : "over");
   if (ceil) {
     const auto& mc = j["machine"];
-    std::printf("machine  read %.2f GB/s, triad %.2f GB/s (%.0f MiB buffer); FMA peak %.1f GFLOP/s (%s), in-cache matmul %.1f GFLOP/s\n",
+    std::printf("machine  read %.2f GB/s, triad %.2f GB/s (%.0f MiB buffer, %s in 2 MiB pages); FMA peak %.1f GFLOP/s (%s), in-cache matmul %.1f GFLOP/s\n",
                 mc["read_gbps"].get<double>(), mc["triad_gbps"].get<double>(), mc["bandwidth_bytes"].get<double>() / (1 << 20),
-                mc["fma_gflops"].get<double>(), mc["isa"].get<std::string>().c_str(), mc["gemm_in_cache_gflops"].get<double>());
+                percent_or_unknown(mc["bandwidth_huge_page_fraction"]).c_str(), mc["fma_gflops"].get<double>(), mc["isa"].get<std::string>().c_str(), mc["gemm_in_cache_gflops"].get<double>());
   }
   return kExitOk;
 }

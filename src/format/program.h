@@ -23,6 +23,7 @@ class Program {
 
   const std::string& path() const { return file_.path(); }
   uint64_t file_size() const { return file_.size(); }
+  const uint8_t* file_data() const { return file_.data(); }
   const ProgramSpec& spec() const { return spec_; }
   const nlohmann::json& metadata() const { return spec_.metadata; }
   const SafetensorsView& container() const { return view_; }

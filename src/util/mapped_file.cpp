@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "util/error.h"
+#include "util/huge_pages.h"
 
 namespace hfstatic {
 
@@ -39,6 +40,7 @@ MappedFile MappedFile::open(const std::string& path) {
       fail(path, ": cannot mmap: ", std::strerror(e));
     }
     f.data_ = static_cast<const uint8_t*>(p);
+    advise_huge_pages(p, f.size_);
   }
   ::close(fd);
   return f;

@@ -8,7 +8,9 @@ namespace hfstatic {
 
 class MappedFile {
  public:
-  // Maps the whole file read-only; throws Error naming the path on failure.
+  // Maps the whole file read-only, advising huge pages (util/huge_pages.h): pages the kernel
+  // reads in for the mapping then come in 2 MiB folios where it can. Throws Error naming the
+  // path on failure.
   static MappedFile open(const std::string& path);
   // Wraps memory that outlives the object (e.g. data linked into the binary); nothing is unmapped.
   static MappedFile borrow(const uint8_t* data, size_t size, const std::string& name);

@@ -65,6 +65,14 @@ TEST(Bench, ReportsThroughputCeilingsAndRatiosThatAgree) {
   EXPECT_NEAR(tg["fraction_of_bandwidth"].get<double>(), tg["gbps"].get<double>() / mc["read_gbps"].get<double>(), 1e-9);
   EXPECT_NEAR(pp["fraction_of_peak"].get<double>(), pp["gflops"].get<double>() / mc["fma_gflops"].get<double>(), 1e-9);
   expect_stats(tg["fraction_of_bandwidth_paired"], "paired decode/bandwidth ratio");
+  // Huge-page shares: fractions where smaps is readable, null where not.
+  for (const json* f : {&j["load"]["huge_page_fraction"], &mc["bandwidth_huge_page_fraction"]}) {
+    ASSERT_TRUE(f->is_null() || f->is_number()) << f->dump();
+    if (f->is_number()) {
+      EXPECT_GE(f->get<double>(), 0.0);
+      EXPECT_LE(f->get<double>(), 1.0);
+    }
+  }
 
   const json& mem = j["memory"];
   EXPECT_GT(mem["peak_rss_bytes"].get<double>(), mem["weights_plus_caches_bytes"].get<double>() * 0.5);

@@ -1,0 +1,98 @@
+// Huge-page advice and the smaps reading that reports how much of a mapping huge pages back
+// (the weights' mapping and the bandwidth probe's buffer in `hfstatic bench`).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "bench/bench.h"
+#include "test_support.h"
+#include "util/huge_pages.h"
+#include "util/mapped_file.h"
+
+namespace hfstatic {
+namespace {
+
+// Three mappings as Linux writes them; the middle one is a file mapping partly in PMD pages.
+const char* kSmaps =
+    "55d0c0000000-55d0c0021000 rw-p 00000000 00:00 0                          [heap]\n"
+    "Size:                132 kB\n"
+    "Rss:                  64 kB\n"
+    "AnonHugePages:         0 kB\n"
+    "7f0000000000-7f0000600000 r--p 00000000 fe:00 1234                       /tmp/a b-c/model.hfs\n"
+    "Size:               6144 kB\n"
+    "KernelPageSize:        4 kB\n"
+    "Rss:                5000 kB\n"
+    "AnonHugePages:         0 kB\n"
+    "ShmemPmdMapped:        0 kB\n"
+    "FilePmdMapped:      4096 kB\n"
+    "VmFlags: rd mr mw me hg\n"
+    "7f0000600000-7f0040600000 rw-p 00000000 00:00 0 \n"
+    "Size:            1048576 kB\n"
+    "Rss:             1048576 kB\n"
+    "AnonHugePages:   1046528 kB\n"
+    "FilePmdMapped:         0 kB\n";
+
+TEST(PageUsage, ReadsTheMappingThatHoldsTheAddress) {
+  auto u = parse_page_usage(kSmaps, 0x7f0000123456);
+  ASSERT_TRUE(u.has_value());
+  EXPECT_EQ(u->size, uint64_t(6) << 20);
+  EXPECT_EQ(u->resident, uint64_t(5000) << 10);
+  EXPECT_EQ(u->huge, uint64_t(4) << 20);  // FilePmdMapped only: the next mapping's lines are not its own
+}
+
+TEST(PageUsage, AnonymousHugePagesCountAndTheEndIsExclusive) {
+  auto u = parse_page_usage(kSmaps, 0x7f0000600000);  // the file mapping's end: the next one's start
+  ASSERT_TRUE(u.has_value());
+  EXPECT_EQ(u->size, uint64_t(1) << 30);
+  EXPECT_EQ(u->huge, uint64_t(1046528) << 10);
+  auto heap = parse_page_usage(kSmaps, 0x55d0c0000000);
+  ASSERT_TRUE(heap.has_value());
+  EXPECT_EQ(heap->resident, uint64_t(64) << 10);
+  EXPECT_EQ(heap->huge, 0u);
+}
+
+TEST(PageUsage, NoMappingHoldsTheAddress) {
+  EXPECT_FALSE(parse_page_usage(kSmaps, 0x1000).has_value());
+  EXPECT_FALSE(parse_page_usage(kSmaps, 0x7f0040600000).has_value());
+  EXPECT_FALSE(parse_page_usage("", 0x7f0000000000).has_value());
+  EXPECT_FALSE(parse_page_usage("not smaps\nRss: 4 kB\n", 0x7f0000000000).has_value());
+}
+
+TEST(PageUsage, OfThisProcessesFileMapping) {
+  test::TempDir dir("huge_pages");
+  const std::string path = dir.path() + "/data.bin";
+  const size_t bytes = (size_t(3) << 20) + 5;
+  {
+    std::ofstream out(path, std::ios::binary);
+    std::vector<char> data(bytes, 7);
+    out.write(data.data(), std::streamsize(data.size()));
+  }
+  MappedFile f = MappedFile::open(path);
+  unsigned sum = 0;
+  for (size_t i = 0; i < f.size(); i += 4096) sum += f.data()[i];
+  EXPECT_EQ(sum, 7u * unsigned((bytes + 4095) / 4096));
+  auto u = page_usage(f.data() + 12345);
+  if (!u) GTEST_SKIP() << "/proc/self/smaps is not readable here";
+  EXPECT_GE(u->size, bytes);
+  EXPECT_EQ(u->resident, u->size) << "every page was read";
+  EXPECT_LE(u->huge, u->resident);
+}
+
+TEST(PageUsage, BandwidthProbeReportsAFraction) {
+  bench::BandwidthProbe probe(nullptr, uint64_t(16) << 20);
+  auto fraction = probe.huge_page_fraction();
+  if (!fraction) GTEST_SKIP() << "/proc/self/smaps is not readable here";
+  EXPECT_GE(*fraction, 0.0);
+  EXPECT_LE(*fraction, 1.0);
+}
+
+TEST(AdviseHugePages, RefusesEmptyRanges) {
+  EXPECT_FALSE(advise_huge_pages(nullptr, 4096));
+  int x = 0;
+  EXPECT_FALSE(advise_huge_pages(&x, 0));
+}
+
+}  // namespace
+}  // namespace hfstatic
