@@ -4,15 +4,24 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 namespace hfstatic {
 
+bool huge_pages_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("HFSTATIC_HUGE_PAGES");
+    return !(env && std::string_view(env) == "0");
+  }();
+  return enabled;
+}
+
 bool advise_huge_pages(const void* addr, size_t bytes) {
 #ifdef MADV_HUGEPAGE
-  if (!addr || bytes == 0) return false;
+  if (!addr || bytes == 0 || !huge_pages_enabled()) return false;
   // madvise wants a page-aligned start; the partial page before it is left alone.
   const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE)), a = reinterpret_cast<uintptr_t>(addr);
   const uintptr_t aligned = (a + page - 1) / page * page;
@@ -72,6 +81,11 @@ std::optional<PageUsage> parse_page_usage(std::string_view smaps, uintptr_t addr
       usage->huge += v;
   }
   return usage;
+}
+
+bool worth_rereading(const PageUsage& usage) {
+  constexpr uint64_t kMinBytes = uint64_t(64) << 20;  // below this a few 4 KiB misses do not matter
+  return usage.size >= kMinBytes && usage.huge < usage.size / 2;
 }
 
 std::optional<PageUsage> page_usage(const void* addr) {

@@ -12,6 +12,9 @@
 
 namespace hfstatic {
 
+// HFSTATIC_HUGE_PAGES=0 in the environment turns off the advice and the re-read below.
+bool huge_pages_enabled();
+
 // Asks the kernel to back [addr, addr + bytes) with huge pages where it can (Linux
 // MADV_HUGEPAGE; a no-op elsewhere or when transparent huge pages are off). Best effort:
 // returns whether the kernel accepted the advice.
@@ -29,5 +32,12 @@ std::optional<PageUsage> page_usage(const void* addr);
 
 // The same from smaps text (exposed for tests).
 std::optional<PageUsage> parse_page_usage(std::string_view smaps, uintptr_t addr);
+
+// A file's pages stay in the page cache in the folios they were first read or written in
+// (a copy, or reads through a mapping without the advice, leave 4 KiB ones), and a mapping of
+// cached pages maps them as they are. Whether a read-only file mapping whose sampled pages
+// (one per 2 MiB, all cached) show `usage` is worth dropping from the cache so that the next
+// reads bring it back in huge folios: most of it sampled, little of it in huge pages.
+bool worth_rereading(const PageUsage& usage);
 
 }  // namespace hfstatic

@@ -16,6 +16,48 @@
 
 namespace hfstatic {
 
+namespace {
+
+constexpr size_t kHugePage = size_t(2) << 20;
+
+// Whether nearly every page of the mapping is in the page cache (mincore), so that touching
+// them reads nothing from the disk.
+bool mostly_cached(const uint8_t* p, size_t size) {
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE)), pages = (size + page - 1) / page;
+  std::vector<unsigned char> resident(pages);
+  if (::mincore(const_cast<uint8_t*>(p), size, resident.data()) != 0) return false;
+  size_t cached = 0;
+  for (unsigned char r : resident) cached += r & 1;
+  return cached >= pages - pages / 16;
+}
+
+bool transparent_huge_pages_off() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  return !std::getline(in, line) || line.find("[never]") != std::string::npos;
+}
+
+// Advises huge pages for a read-only mapping of `fd`. When the file is already cached in small
+// folios (see worth_rereading), the advice alone changes nothing, so its clean cached pages are
+// dropped (posix_fadvise; pages other processes map stay) and the file is mapped again: the
+// reads that follow bring it back in huge folios, once, and later loads find them cached.
+void prefer_huge_pages(int fd, const uint8_t** data, size_t size) {
+  void* p = const_cast<uint8_t*>(*data);
+  if (!advise_huge_pages(p, size) || !mostly_cached(*data, size) || transparent_huge_pages_off()) return;
+  volatile uint8_t sink = 0;
+  for (size_t i = 0; i < size; i += kHugePage) sink = sink + (*data)[i];  // map one page per 2 MiB
+  std::optional<PageUsage> usage = page_usage(p);
+  if (!usage || !worth_rereading(*usage)) return;
+  void* again = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (again == MAP_FAILED) return;  // keep the mapping there is
+  ::munmap(p, size);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  advise_huge_pages(again, size);
+  *data = static_cast<const uint8_t*>(again);
+}
+
+}  // namespace
+
 MappedFile MappedFile::open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
@@ -40,7 +82,7 @@ MappedFile MappedFile::open(const std::string& path) {
       fail(path, ": cannot mmap: ", std::strerror(e));
     }
     f.data_ = static_cast<const uint8_t*>(p);
-    advise_huge_pages(p, f.size_);
+    prefer_huge_pages(fd, &f.data_, f.size_);
   }
   ::close(fd);
   return f;

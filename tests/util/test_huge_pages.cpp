@@ -88,6 +88,45 @@ TEST(PageUsage, BandwidthProbeReportsAFraction) {
   EXPECT_LE(*fraction, 1.0);
 }
 
+TEST(WorthRereading, LargeMappingsMostlyInSmallPages) {
+  const uint64_t MiB = uint64_t(1) << 20;
+  EXPECT_TRUE(worth_rereading({1024 * MiB, 1024 * MiB, 0}));
+  EXPECT_TRUE(worth_rereading({1024 * MiB, 40 * MiB, 8 * MiB}));  // sampled: one small folio per 2 MiB
+  EXPECT_TRUE(worth_rereading({1024 * MiB, 1024 * MiB, 511 * MiB}));
+  EXPECT_FALSE(worth_rereading({1024 * MiB, 1024 * MiB, 512 * MiB}));
+  EXPECT_FALSE(worth_rereading({1024 * MiB, 1024 * MiB, 1024 * MiB}));
+  EXPECT_FALSE(worth_rereading({63 * MiB, 63 * MiB, 0}));  // too small to matter
+  EXPECT_TRUE(worth_rereading({64 * MiB, 64 * MiB, 0}));
+}
+
+// A file cached in 4 KiB folios (written 4 KiB at a time) is what MappedFile::open drops and
+// maps again where the kernel can bring it back in huge folios: either way the bytes are the
+// file's.
+TEST(MappedFile, AFileCachedInSmallPagesReadsBackIntact) {
+  test::TempDir dir("huge_pages");
+  const std::string path = dir.path() + "/small_folios.bin";
+  const size_t bytes = (size_t(64) << 20) + 12345;
+  auto byte_at = [](size_t i) { return uint8_t((i * 2654435761u) >> 13); };
+  {
+    std::ofstream out(path, std::ios::binary);
+    std::vector<char> block(4096);
+    for (size_t at = 0; at < bytes; at += block.size()) {
+      const size_t n = std::min(block.size(), bytes - at);
+      for (size_t i = 0; i < n; ++i) block[i] = char(byte_at(at + i));
+      out.write(block.data(), std::streamsize(n));
+      out.flush();
+    }
+  }
+  MappedFile f = MappedFile::open(path);
+  ASSERT_EQ(f.size(), bytes);
+  size_t mismatches = 0;
+  for (size_t i = 0; i < bytes; ++i) mismatches += f.data()[i] != byte_at(i);
+  EXPECT_EQ(mismatches, 0u);
+  MappedFile again = MappedFile::open(path);  // the second load finds whatever the first left
+  EXPECT_EQ(again.data()[bytes - 1], byte_at(bytes - 1));
+  EXPECT_EQ(again.data()[size_t(33) << 20], byte_at(size_t(33) << 20));
+}
+
 TEST(AdviseHugePages, RefusesEmptyRanges) {
   EXPECT_FALSE(advise_huge_pages(nullptr, 4096));
   int x = 0;
