@@ -84,8 +84,7 @@ std::optional<PageUsage> parse_page_usage(std::string_view smaps, uintptr_t addr
 }
 
 bool worth_rereading(const PageUsage& usage) {
-  constexpr uint64_t kMinBytes = uint64_t(64) << 20;  // below this a few 4 KiB misses do not matter
-  return usage.size >= kMinBytes && usage.huge < usage.size / 2;
+  return usage.size >= kRereadMinBytes && usage.huge < usage.size / 2;
 }
 
 std::optional<PageUsage> page_usage(const void* addr) {

@@ -37,7 +37,8 @@ std::optional<PageUsage> parse_page_usage(std::string_view smaps, uintptr_t addr
 // (a copy, or reads through a mapping without the advice, leave 4 KiB ones), and a mapping of
 // cached pages maps them as they are. Whether a read-only file mapping whose sampled pages
 // (one per 2 MiB, all cached) show `usage` is worth dropping from the cache so that the next
-// reads bring it back in huge folios: most of it sampled, little of it in huge pages.
+// reads bring it back in huge folios: large enough to matter, little of it in huge pages.
+constexpr uint64_t kRereadMinBytes = uint64_t(64) << 20;
 bool worth_rereading(const PageUsage& usage);
 
 }  // namespace hfstatic

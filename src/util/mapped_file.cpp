@@ -43,7 +43,8 @@ bool transparent_huge_pages_off() {
 // reads that follow bring it back in huge folios, once, and later loads find them cached.
 void prefer_huge_pages(int fd, const uint8_t** data, size_t size) {
   void* p = const_cast<uint8_t*>(*data);
-  if (!advise_huge_pages(p, size) || !mostly_cached(*data, size) || transparent_huge_pages_off()) return;
+  if (!advise_huge_pages(p, size) || size < kRereadMinBytes || !mostly_cached(*data, size) || transparent_huge_pages_off())
+    return;
   volatile uint8_t sink = 0;
   for (size_t i = 0; i < size; i += kHugePage) sink = sink + (*data)[i];  // map one page per 2 MiB
   std::optional<PageUsage> usage = page_usage(p);
