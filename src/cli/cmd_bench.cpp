@@ -89,7 +89,8 @@ HFSTATIC_COMMAND("bench", "measure prefill/decode throughput against the machine
                  "-m FILE [-p PROMPT_TOKENS=128] [-n GEN_TOKENS=64] [-r REPS=5] [-t THREADS] [--json]\n"
                  "       [--no-ceilings] [--bandwidth-mib N=1024]\n"
                  "  pp: the prompt fed from an empty cache; tg: -n decode steps after the prompt.\n"
-                 "  HFSTATIC_ISA=scalar|avx2|avx512 caps the kernel variant.",
+                 "  HFSTATIC_ISA=scalar|avx2|avx512 caps the kernel variant; HFSTATIC_HUGE_PAGES=0 maps the\n"
+                 "  weights (and the bandwidth buffer) without huge pages.",
                  run_bench_command);
 
 }  // namespace hfstatic::cli
