@@ -123,7 +123,9 @@ TEST(Kernels, LinearMatchesScalar) {
   };
   const Shape shapes[] = {{1, 1, 1},   {1, 17, 5},   {1, 64, 40},  {2, 33, 7},   {3, 100, 13}, {4, 16, 16},
                           {5, 31, 3},  {7, 130, 29}, {16, 64, 24}, {33, 65, 17}, {70, 200, 37}, {128, 96, 50},
-                          {1, 1000, 9}, {9, 257, 1}};
+                          {1, 1000, 9}, {9, 257, 1},
+                          // rows as long as a down projection's
+                          {1, 2048, 7}, {1, 2100, 9}, {1, 4864, 4}, {2, 2100, 5}};
   for (const Shape& s : shapes) {
     for (DType wt : kWeightTypes) {
       for (int bias_kind = 0; bias_kind < 4; ++bias_kind) {
