@@ -381,8 +381,13 @@ BenchResult run_bench(const BenchOptions& o) {
     BandwidthProbe probe(&pool, o.bandwidth_bytes);
     const double read_gbps = probe.read_gbps(5), triad_gbps = probe.triad_gbps(5);
     PeakResult peak = measure_peak(&pool);
-    j["machine"] = {{"threads", threads},           {"read_gbps", read_gbps},        {"triad_gbps", triad_gbps},
-                    {"bandwidth_bytes", probe.bytes()}, {"bandwidth_huge_page_fraction", optional_json(probe.huge_page_fraction())}, {"fma_gflops", peak.fma_gflops}, {"gemm_in_cache_gflops", peak.gemm_gflops},
+    j["machine"] = {{"threads", threads},
+                    {"read_gbps", read_gbps},
+                    {"triad_gbps", triad_gbps},
+                    {"bandwidth_bytes", probe.bytes()},
+                    {"bandwidth_huge_page_fraction", optional_json(probe.huge_page_fraction())},
+                    {"fma_gflops", peak.fma_gflops},
+                    {"gemm_in_cache_gflops", peak.gemm_gflops},
                     {"isa", peak.isa}};
     if (j.contains("tg")) {
       j["tg"]["fraction_of_bandwidth"] = j["tg"]["gbps"].get<double>() / read_gbps;

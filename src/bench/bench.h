@@ -26,9 +26,9 @@ struct Stats {
 
 // ---- machine ceilings -------------------------------------------------------------------
 
-// A buffer much larger than the caches, advised huge pages like the weights' mapping, allocated and touched once (from the threads that will
-// read it), then measured by STREAM-style passes split over the pool's threads (none: one
-// thread).
+// A buffer much larger than the caches, advised huge pages as the weights' mapping is,
+// allocated and touched once (from the threads that will read it), then measured by
+// STREAM-style passes split over the pool's threads (none: one thread).
 class BandwidthProbe {
  public:
   BandwidthProbe(ThreadPool* pool, uint64_t bytes);

@@ -48,8 +48,9 @@ int run_bench_command(const std::vector<std::string>& argv) {
               m["model_type"].get<std::string>().c_str(), m["weights_dtype"].get<std::string>().c_str(),
               m["cache_dtype"].get<std::string>().c_str(), (long long)m["n_layers"].get<int64_t>());
   std::printf("threads  %d, kernels %s\n", j["threads"].get<int>(), j["isa"].get<std::string>().c_str());
-  std::printf("load     %.1f ms (first prompt %.1f ms); weights in 2 MiB pages: %s\n", j["load"]["seconds"].get<double>() * 1e3,
-              j["load"]["first_prompt_seconds"].get<double>() * 1e3, percent_or_unknown(j["load"]["huge_page_fraction"]).c_str());
+  std::printf("load     %.1f ms (first prompt %.1f ms); weights in 2 MiB pages: %s\n",
+              j["load"]["seconds"].get<double>() * 1e3, j["load"]["first_prompt_seconds"].get<double>() * 1e3,
+              percent_or_unknown(j["load"]["huge_page_fraction"]).c_str());
   const bool ceil = j.contains("machine");
   if (j.contains("pp")) {
     const auto& pp = j["pp"];
@@ -76,9 +77,11 @@ int run_bench_command(const std::vector<std::string>& argv) {
               mem["within_budget"].get<bool>() ? "within" : "over");
   if (ceil) {
     const auto& mc = j["machine"];
-    std::printf("machine  read %.2f GB/s, triad %.2f GB/s (%.0f MiB buffer, %s in 2 MiB pages); FMA peak %.1f GFLOP/s (%s), in-cache matmul %.1f GFLOP/s\n",
+    std::printf("machine  read %.2f GB/s, triad %.2f GB/s (%.0f MiB buffer, %s in 2 MiB pages); "
+                "FMA peak %.1f GFLOP/s (%s), in-cache matmul %.1f GFLOP/s\n",
                 mc["read_gbps"].get<double>(), mc["triad_gbps"].get<double>(), mc["bandwidth_bytes"].get<double>() / (1 << 20),
-                percent_or_unknown(mc["bandwidth_huge_page_fraction"]).c_str(), mc["fma_gflops"].get<double>(), mc["isa"].get<std::string>().c_str(), mc["gemm_in_cache_gflops"].get<double>());
+                percent_or_unknown(mc["bandwidth_huge_page_fraction"]).c_str(), mc["fma_gflops"].get<double>(),
+                mc["isa"].get<std::string>().c_str(), mc["gemm_in_cache_gflops"].get<double>());
   }
   return kExitOk;
 }
