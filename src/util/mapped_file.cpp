@@ -38,9 +38,13 @@ bool transparent_huge_pages_off() {
 }
 
 // Advises huge pages for a read-only mapping of `fd`. When the file is already cached in small
-// folios (see worth_rereading), the advice alone changes nothing, so its clean cached pages are
-// dropped (posix_fadvise; pages other processes map stay) and the file is mapped again: the
+// folios (see worth_rereading), the advice alone changes nothing, so the file is mapped again
+// and its clean cached pages are dropped (posix_fadvise; pages other processes map stay): the
 // reads that follow bring it back in huge folios, once, and later loads find them cached.
+// Kernels and filesystems without large folios for files would read it back small on every
+// load, so the first 2 MiB go first, and the rest only if they came back as one huge page.
+// Dirty pages (a copy not yet written back) cannot be dropped: such a file is left as it is and
+// a later load tries again.
 void prefer_huge_pages(int fd, const uint8_t** data, size_t size) {
   void* p = const_cast<uint8_t*>(*data);
   if (!advise_huge_pages(p, size) || size < kRereadMinBytes || !mostly_cached(*data, size) || transparent_huge_pages_off())
@@ -52,9 +56,12 @@ void prefer_huge_pages(int fd, const uint8_t** data, size_t size) {
   void* again = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (again == MAP_FAILED) return;  // keep the mapping there is
   ::munmap(p, size);
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   advise_huge_pages(again, size);
   *data = static_cast<const uint8_t*>(again);
+  ::posix_fadvise(fd, 0, kHugePage, POSIX_FADV_DONTNEED);
+  sink = sink + (*data)[0];
+  std::optional<PageUsage> first = page_usage(again);
+  if (first && first->huge > 0) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Huge-page advice and the smaps reading that reports how much of a mapping huge pages back
 // (the weights' mapping and the bandwidth probe's buffer in `hfstatic bench`).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <string>
@@ -99,23 +101,25 @@ TEST(WorthRereading, LargeMappingsMostlyInSmallPages) {
   EXPECT_TRUE(worth_rereading({64 * MiB, 64 * MiB, 0}));
 }
 
-// A file cached in 4 KiB folios (written 4 KiB at a time) is what MappedFile::open drops and
-// maps again where the kernel can bring it back in huge folios: either way the bytes are the
-// file's.
+// A file cached in 4 KiB folios (written 4 KiB at a time, then written back) is what
+// MappedFile::open drops and maps again where the kernel can bring it back in huge folios:
+// either way the bytes are the file's.
 TEST(MappedFile, AFileCachedInSmallPagesReadsBackIntact) {
   test::TempDir dir("huge_pages");
   const std::string path = dir.path() + "/small_folios.bin";
   const size_t bytes = (size_t(64) << 20) + 12345;
   auto byte_at = [](size_t i) { return uint8_t((i * 2654435761u) >> 13); };
   {
-    std::ofstream out(path, std::ios::binary);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
     std::vector<char> block(4096);
     for (size_t at = 0; at < bytes; at += block.size()) {
       const size_t n = std::min(block.size(), bytes - at);
       for (size_t i = 0; i < n; ++i) block[i] = char(byte_at(at + i));
-      out.write(block.data(), std::streamsize(n));
-      out.flush();
+      ASSERT_EQ(::write(fd, block.data(), n), ssize_t(n));
     }
+    ASSERT_EQ(::fsync(fd), 0);  // dirty pages could not be dropped
+    ::close(fd);
   }
   MappedFile f = MappedFile::open(path);
   ASSERT_EQ(f.size(), bytes);
