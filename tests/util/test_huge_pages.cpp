@@ -62,7 +62,7 @@ TEST(PageUsage, NoMappingHoldsTheAddress) {
   EXPECT_FALSE(parse_page_usage("not smaps\nRss: 4 kB\n", 0x7f0000000000).has_value());
 }
 
-TEST(PageUsage, OfThisProcessesFileMapping) {
+TEST(PageUsage, OfAFileThisProcessMaps) {
   test::TempDir dir("huge_pages");
   const std::string path = dir.path() + "/data.bin";
   const size_t bytes = (size_t(3) << 20) + 5;
