@@ -236,6 +236,7 @@ Execution::Execution(std::shared_ptr<const Method> method, BufferAllocator& allo
 
 void Execution::bind_input(size_t i, void* data) {
   if (i >= inputs_.size()) fail("method '", method_->name(), "': input index ", i, " out of range (", inputs_.size(), " inputs)");
+  if (inputs_[i] != data) idle_plans_threads_ = 0;
   inputs_[i] = data;
 }
 
@@ -244,6 +245,7 @@ void Execution::bind_output(size_t i, void* data) {
   if (method_->output_memory(i) != OutputMemory::Unplanned)
     fail("method '", method_->name(), "': output ", i, " '", method_->spec().outputs[i].name, "' is ",
          output_memory_name(method_->output_memory(i)), ", only unplanned outputs take a buffer");
+  if (outputs_[i] != data) idle_plans_threads_ = 0;
   outputs_[i] = data;
 }
 
@@ -290,10 +292,31 @@ Status Execution::run(ThreadPool* pool) {
     }
     return Tensor{data, v.dtype, &v.shape};
   };
+  // While the threads wait at the end of a step, they prefetch what they will read first in the
+  // next step that says so (the weights of the next linear): the memory would idle otherwise.
+  const int threads = pool && idle_prefetch_enabled() ? pool->threads() : 1;
+  if (threads > 1 && idle_plans_threads_ != threads) {
+    constexpr size_t kIdlePrefetchBytes = size_t(256) << 10;  // a fraction of a core's L2
+    idle_plans_.assign(m.steps_.size(), {});
+    std::vector<PrefetchRange> next;
+    for (size_t si = m.steps_.size(); si-- > 0;) {
+      idle_plans_[si] = next;
+      const Method::Step& step = m.steps_[si];
+      const Method::Node& head = m.nodes_[step.first];
+      if (!head.op->first_reads) continue;
+      std::vector<std::vector<Tensor>> step_ins(step.count);
+      for (size_t k = 0; k < step.count; ++k)
+        for (size_t id : m.nodes_[step.first + k].inputs) step_ins[k].push_back(tensor(id));
+      next = head.op->first_reads(step_ins, threads, kIdlePrefetchBytes);
+    }
+    idle_plans_threads_ = threads;
+  }
   std::vector<std::vector<Tensor>> ins, outs;  // per node of the step
   std::vector<Shape> slices;                     // shapes of row slices, alive while their node runs
-  for (const Method::Step& step : m.steps_) {
+  for (size_t si = 0; si < m.steps_.size(); ++si) {
+    const Method::Step& step = m.steps_[si];
     const Method::Node& head = m.nodes_[step.first];
+    ScopedIdlePrefetch idle(threads > 1 ? std::span<const PrefetchRange>(idle_plans_[si]) : std::span<const PrefetchRange>());
     ins.resize(step.count);
     outs.resize(step.count);
     for (size_t k = 0; k < step.count; ++k) {

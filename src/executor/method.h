@@ -8,6 +8,7 @@
 
 #include "executor/ops.h"
 #include "format/program.h"
+#include "kernels/parallel.h"
 #include "util/buffer_allocator.h"
 
 namespace hfstatic {
@@ -103,6 +104,10 @@ class Execution {
   std::vector<void*> inputs_;
   std::vector<void*> outputs_;
   std::vector<std::pair<int64_t, int64_t>> output_rows_;  // wanted rows per output; {0, -1}: all
+  // Per step, what each thread prefetches while it waits at the step's end (the next reading
+  // step's first bytes: PrefetchRange); made for idle_plans_threads_ threads, 0 when stale.
+  std::vector<std::vector<PrefetchRange>> idle_plans_;
+  int idle_plans_threads_ = 0;
 };
 
 }  // namespace hfstatic

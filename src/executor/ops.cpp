@@ -154,10 +154,18 @@ OpSignature check_linear(const std::vector<OpOperand>& in, const json&) {
   return {{f32({1, x[1], w[0]})}, {}, {}};
 }
 
+// out may be empty (no destination: only the weights are wanted).
 kernels::LinearOutput linear_output(const std::vector<Tensor>& in, const std::vector<Tensor>& out) {
   const Tensor* bias = in.size() == 3 ? &in[2] : nullptr;
   return {in[1].data, in[1].dtype, in[1].dim(0), bias ? bias->data : nullptr, bias ? bias->dtype : DType::F32,
-          out[0].as<float>()};
+          out.empty() ? nullptr : out[0].as<float>()};
+}
+
+std::vector<PrefetchRange> linear_first_reads(const std::vector<std::vector<Tensor>>& in, int threads, size_t bytes) {
+  std::vector<kernels::LinearOutput> group;
+  for (const auto& node : in) group.push_back(linear_output(node, {}));
+  const Tensor& x = in[0][0];
+  return kernels::linear_group_first_reads(x.dim(1), x.dim(2), group.data(), int(group.size()), threads, bytes);
 }
 
 Status run_linear(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void*) {
@@ -372,7 +380,7 @@ constexpr OpDef kOps[] = {
     {"embedding", check_embedding, run_embedding},
     {"rms_norm", check_rms_norm, run_rms_norm, nullptr, true},
     {"head_rms_norm", check_head_rms_norm, run_rms_norm, nullptr, true},
-    {"linear", check_linear, run_linear, run_linear_group, true},
+    {"linear", check_linear, run_linear, run_linear_group, true, linear_first_reads},
     {"rope", check_rope, run_rope},
     {"cache_write", check_cache_write, run_cache_write},
     {"attention", check_attention, run_attention},

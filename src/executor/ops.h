@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "format/program_spec.h"
+#include "kernels/parallel.h"
 #include "util/error.h"
 
 namespace hfstatic {
@@ -44,6 +45,11 @@ struct OpDef {
   // Row r of every [1, T, N] output depends only on row r of the [1, T, *] inputs, so the op
   // can run on a slice of rows (the executor does when only some rows of an output are wanted).
   bool row_wise = false;
+  // Optional: what each of `threads` threads reads first when a step of this op runs on these
+  // inputs (inputs[i] node i's), at most `bytes` each; the threads prefetch it while they wait
+  // in the step before.
+  std::vector<PrefetchRange> (*first_reads)(const std::vector<std::vector<Tensor>>& inputs, int threads,
+                                            size_t bytes) = nullptr;
 };
 
 const OpDef* find_op(const std::string& name);

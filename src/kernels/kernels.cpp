@@ -292,6 +292,29 @@ void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_typ
 void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count) {
   active().table->linear_group(x, rows, in, outputs, count);
 }
+std::vector<PrefetchRange> linear_group_first_reads(int64_t rows, int64_t in, const LinearOutput* outputs, int count,
+                                                    int threads, size_t bytes) {
+  std::vector<PrefetchRange> first;
+  if (rows >= detail::kMatvecMaxRows || threads <= 1 || active().isa == Isa::Scalar) return first;
+  int64_t total = 0;
+  for (int i = 0; i < count; ++i) total += outputs[i].out;
+  for (int slot = 0; slot < threads; ++slot) {
+    auto [begin, end] = owned_items(total, detail::kMatvecGrain, threads, slot);
+    PrefetchRange range;
+    for (int i = 0; i < count && begin < end; ++i) {  // the output holding `begin`
+      if (begin >= outputs[i].out) {
+        begin -= outputs[i].out, end -= outputs[i].out;
+        continue;
+      }
+      const size_t row_bytes = size_t(in) * dtype_size(outputs[i].w_type);
+      range.data = static_cast<const char*>(outputs[i].w) + size_t(begin) * row_bytes;
+      range.bytes = std::min(bytes, size_t(std::min(end, outputs[i].out) - begin) * row_bytes);
+      break;
+    }
+    first.push_back(range);
+  }
+  return first;
+}
 void rms_norm(const float* x, int64_t rows, int64_t n, const void* w, DType w_type, float eps, float* y) {
   active().table->rms_norm(x, rows, n, w, w_type, eps, y);
 }

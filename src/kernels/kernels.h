@@ -2,7 +2,9 @@
 // caches float32 or float16. Shapes are validated by the caller.
 #pragma once
 #include <cstdint>
+#include <vector>
 
+#include "kernels/parallel.h"
 #include "util/dtype.h"
 
 namespace hfstatic::kernels {
@@ -28,6 +30,12 @@ struct LinearOutput {
 // Several linear products of the same x (q/k/v, gate/up) as one parallel pass: x is packed
 // once and the threads share out the output features of all of them together.
 void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count);
+// Where each of `threads` threads starts reading the weights when linear_group runs with
+// these arguments (at most `bytes` each): what it can prefetch while it waits before that
+// region (ScopedIdlePrefetch). Empty where the split is not known in advance: many rows (the
+// blocked multiply), one thread, the scalar kernels.
+std::vector<PrefetchRange> linear_group_first_reads(int64_t rows, int64_t in, const LinearOutput* outputs, int count,
+                                                    int threads, size_t bytes);
 
 // y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w, for rows of length n.
 void rms_norm(const float* x, int64_t rows, int64_t n, const void* w, DType w_type, float eps, float* y);

@@ -16,6 +16,11 @@
 
 namespace hfstatic::kernels::detail {
 
+// The SIMD linear kernels multiply fewer rows than this as matrix-vector products, splitting
+// the output features over the threads in grains of kMatvecGrain.
+constexpr int64_t kMatvecMaxRows = 4;
+constexpr int64_t kMatvecGrain = 64;
+
 // A per-thread, 64-byte aligned scratch buffer that only grows. slot separates buffers that a
 // kernel needs at the same time.
 float* scratch(int slot, size_t floats);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <string_view>
 
 #include "kernels/parallel.h"
 
@@ -17,6 +19,7 @@ namespace hfstatic {
 namespace {
 thread_local ThreadPool* current_pool = nullptr;
 thread_local bool inside_job = false;  // set while a thread runs a chunk of a parallel range
+thread_local std::span<const PrefetchRange> idle_prefetch;  // ScopedIdlePrefetch's ranges
 
 // How long an idle worker spins before sleeping: long enough to bridge the gap between two
 // parallel regions of one method run, short enough not to burn a core between runs.
@@ -26,9 +29,19 @@ struct JobScope {
   JobScope() { inside_job = true; }
   ~JobScope() { inside_job = false; }
 };
+
+// Prefetches `range` a few cache lines at a time for as long as keep_going() holds.
+template <typename KeepGoing>
+void prefetch_while(const PrefetchRange& range, KeepGoing&& keep_going) {
+  constexpr size_t kLine = 64, kBatch = 16 * kLine;
+  const char* p = static_cast<const char*>(range.data);
+  for (size_t at = 0; at < range.bytes && keep_going(); at += kBatch)
+    for (size_t b = at; b < std::min(range.bytes, at + kBatch); b += kLine) __builtin_prefetch(p + b);
+}
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) : stretches_(new Stretch[size_t(std::max(1, threads))]) {
+ThreadPool::ThreadPool(int threads)
+    : stretches_(new Stretch[size_t(std::max(1, threads))]), idle_(new PrefetchRange[size_t(std::max(1, threads))]) {
   for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -48,13 +61,22 @@ namespace {
 uint64_t pack(int64_t begin, int64_t end) { return uint64_t(begin) << 32 | uint64_t(end); }
 int64_t begin_of(uint64_t blocks) { return int64_t(blocks >> 32); }
 int64_t end_of(uint64_t blocks) { return int64_t(blocks & 0xffffffffu); }
+
+// Scheduling counts whole grains, which must fit a stretch's 32-bit bounds.
+int64_t effective_grain(int64_t n, int64_t grain) {
+  return std::max({int64_t(1), grain, (n + 0x7fffffff - 1) / 0x7fffffff});
+}
+
+// The blocks [begin, end) thread `slot` of `parts` owns at the start of a job of `blocks`.
+std::pair<int64_t, int64_t> stretch(int64_t blocks, int parts, int slot) {
+  return {blocks * slot / parts, blocks * (slot + 1) / parts};
+}
 }  // namespace
 
-void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn,
+                     std::span<const PrefetchRange> idle) {
   if (n <= 0) return;
-  grain = std::max<int64_t>(1, grain);
-  // Scheduling counts whole grains, which must fit a stretch's 32-bit bounds.
-  grain = std::max(grain, (n + 0x7fffffff - 1) / 0x7fffffff);
+  grain = effective_grain(n, grain);
   if (threads() == 1 || n < 2 * grain || inside_job) {
     fn(0, n);
     return;
@@ -67,10 +89,14 @@ void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t,
   job_ = &fn;
   job_n_ = n;
   job_grain_ = grain;
-  const int64_t blocks = n / grain, parts = threads();  // the last block takes the remainder
+  const int64_t blocks = n / grain;  // the last block takes the remainder
+  const int parts = threads();
   job_blocks_ = blocks;
-  for (int64_t t = 0; t < parts; ++t)  // published by the generation increment
-    stretches_[size_t(t)].blocks.store(pack(blocks * t / parts, blocks * (t + 1) / parts), std::memory_order_relaxed);
+  for (int t = 0; t < parts; ++t) {  // published by the generation increment
+    const auto [b, e] = stretch(blocks, parts, t);
+    stretches_[size_t(t)].blocks.store(pack(b, e), std::memory_order_relaxed);
+    idle_[size_t(t)] = size_t(t) < idle.size() ? idle[size_t(t)] : PrefetchRange{};
+  }
   // Every worker acknowledges every job (those without a chunk too), so none can still be
   // reading this job's fields when the next one is posted.
   pending_.store(threads() - 1, std::memory_order_relaxed);
@@ -80,6 +106,7 @@ void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t,
     start_cv_.notify_all();
   }
   run_chunks(0);
+  prefetch_while(idle_[0], [&] { return pending_.load(std::memory_order_acquire) != 0; });
   for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins < 4096) HFSTATIC_PAUSE();
     else std::this_thread::yield();  // a worker may be descheduled (more threads than cores)
@@ -147,19 +174,48 @@ void ThreadPool::worker_loop(int slot) {
     seen = g;
     if (stopping_.load(std::memory_order_acquire)) return;
     run_chunks(slot);
+    const PrefetchRange idle = idle_[size_t(slot)];  // the next job may overwrite it once we are done
     pending_.fetch_sub(1, std::memory_order_acq_rel);
+    prefetch_while(idle, [&] { return generation_.load(std::memory_order_relaxed) == seen; });
   }
 }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (current_pool) {
-    current_pool->run(n, grain, fn);
+    current_pool->run(n, grain, fn, idle_prefetch_enabled() ? idle_prefetch : std::span<const PrefetchRange>());
   } else if (n > 0) {
     fn(0, n);
   }
 }
 
 int parallel_threads() { return current_pool && !inside_job ? current_pool->threads() : 1; }
+
+std::pair<int64_t, int64_t> owned_items(int64_t n, int64_t grain, int threads, int slot) {
+  if (n <= 0 || slot < 0 || slot >= std::max(1, threads)) return {0, 0};
+  grain = effective_grain(n, grain);
+  if (threads <= 1 || n < 2 * grain) return slot == 0 ? std::pair<int64_t, int64_t>{0, n} : std::pair<int64_t, int64_t>{n, n};
+  const int64_t blocks = n / grain;
+  const auto [b, e] = stretch(blocks, threads, slot);
+  return {b * grain, e == blocks ? n : e * grain};
+}
+
+namespace {
+std::atomic<bool>& idle_prefetch_switch() {
+  static std::atomic<bool> enabled = [] {
+    const char* v = std::getenv("HFSTATIC_IDLE_PREFETCH");
+    return !(v && std::string_view(v) == "0");
+  }();
+  return enabled;
+}
+}  // namespace
+
+bool idle_prefetch_enabled() { return idle_prefetch_switch().load(std::memory_order_relaxed); }
+void set_idle_prefetch_enabled(bool enabled) { idle_prefetch_switch().store(enabled, std::memory_order_relaxed); }
+
+ScopedIdlePrefetch::ScopedIdlePrefetch(std::span<const PrefetchRange> ranges) : previous_(idle_prefetch) {
+  idle_prefetch = ranges;
+}
+ScopedIdlePrefetch::~ScopedIdlePrefetch() { idle_prefetch = previous_; }
 
 ScopedThreadPool::ScopedThreadPool(ThreadPool* pool) : previous_(current_pool) { current_pool = pool; }
 ScopedThreadPool::~ScopedThreadPool() { current_pool = previous_; }

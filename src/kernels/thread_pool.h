@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/parallel.h"
+
 namespace hfstatic {
 
 class ThreadPool {
@@ -30,7 +32,10 @@ class ThreadPool {
   // time, so its chunks are one sequential stream (what the hardware prefetcher wants); a thread
   // that finishes takes half of what the busiest other thread has left, from the back. A call
   // made from inside a running job, or while another thread is using the pool, runs inline.
-  void run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+  // Thread s, once it has no chunk left to take, prefetches idle[s] (if given) until the job
+  // is done (the calling thread) or the next job starts (a worker).
+  void run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn,
+           std::span<const PrefetchRange> idle = {});
 
   static int hardware_threads();
 
@@ -53,6 +58,7 @@ class ThreadPool {
   int64_t job_grain_ = 1;
   int64_t job_blocks_ = 0;
   std::unique_ptr<Stretch[]> stretches_;  // one per thread; slot 0 is the calling thread
+  std::unique_ptr<PrefetchRange[]> idle_;  // the current job's, one per thread
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<int> sleeping_{0};

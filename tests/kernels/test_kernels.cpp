@@ -197,6 +197,63 @@ TEST(Kernels, LinearGroupMatchesSeparateProducts) {
   }
 }
 
+// What each thread reads first in a matrix-vector group: the row its stretch of the group's
+// output features (in grains of 64) starts on, in the product holding it, for at most `bytes`
+// and not past that product.
+TEST(Kernels, LinearGroupFirstReadsFollowTheThreadsStretches) {
+  if (best_isa() == Isa::Scalar) GTEST_SKIP() << "the scalar kernels do not plan";
+  const Isa was = active_isa();
+  set_active_isa(best_isa());
+  const int64_t in = 32;  // float16 rows of 64 bytes
+  std::vector<uint16_t> w0(size_t(100 * in)), w1(size_t(50 * in)), w2(size_t(30 * in));
+  const LinearOutput three[] = {{w0.data(), DType::F16, 100, nullptr, DType::F32, nullptr},
+                                {w1.data(), DType::F16, 50, nullptr, DType::F32, nullptr},
+                                {w2.data(), DType::F16, 30, nullptr, DType::F32, nullptr}};
+  auto at = [](const std::vector<uint16_t>& w, int64_t row) { return static_cast<const void*>(w.data() + row * in); };
+  // 180 rows, 2 blocks: thread 0 starts at row 0 (64 rows), thread 1 at row 64 of the first
+  // product, which has 36 rows left.
+  auto first = linear_group_first_reads(1, in, three, 3, 2, size_t(1) << 20);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].data, at(w0, 0));
+  EXPECT_EQ(first[0].bytes, 64u * 64u);
+  EXPECT_EQ(first[1].data, at(w0, 64));
+  EXPECT_EQ(first[1].bytes, 36u * 64u);
+  first = linear_group_first_reads(3, in, three, 3, 2, 1000);  // capped
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].bytes, 1000u);
+  EXPECT_EQ(first[1].bytes, 1000u);
+  // 80 + 100 rows: thread 1's stretch (rows 64..180) starts in the first product, which ends 16
+  // rows later; with 3 threads (2 blocks) thread 0 owns nothing.
+  const LinearOutput two[] = {{w0.data(), DType::F16, 80, nullptr, DType::F32, nullptr},
+                              {w1.data(), DType::BF16, 100, nullptr, DType::F32, nullptr}};
+  first = linear_group_first_reads(1, in, two, 2, 2, size_t(1) << 20);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[1].data, at(w0, 64));
+  EXPECT_EQ(first[1].bytes, 16u * 64u);
+  first = linear_group_first_reads(1, in, two, 2, 3, size_t(1) << 20);
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_EQ(first[0].bytes, 0u);
+  EXPECT_EQ(first[1].data, at(w0, 0));
+  EXPECT_EQ(first[1].bytes, 64u * 64u);
+  EXPECT_EQ(first[2].data, at(w0, 64));
+  // Float32 rows are twice as long; a product past the first is found by its own rows.
+  std::vector<float> f0(size_t(10 * in)), f1(size_t(200 * in));
+  const LinearOutput f32[] = {{f0.data(), DType::F32, 10, nullptr, DType::F32, nullptr},
+                              {f1.data(), DType::F32, 200, nullptr, DType::F32, nullptr}};
+  first = linear_group_first_reads(1, in, f32, 2, 2, size_t(1) << 20);  // 210 rows, 3 blocks: 1 + 2
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].data, static_cast<const void*>(f0.data()));
+  EXPECT_EQ(first[0].bytes, 10u * 128u);
+  EXPECT_EQ(first[1].data, static_cast<const void*>(f1.data() + 54 * in));
+  EXPECT_EQ(first[1].bytes, 146u * 128u);
+  // Not planned: the blocked multiply (4 rows or more), one thread, the scalar kernels.
+  EXPECT_TRUE(linear_group_first_reads(4, in, three, 3, 2, size_t(1) << 20).empty());
+  EXPECT_TRUE(linear_group_first_reads(1, in, three, 3, 1, size_t(1) << 20).empty());
+  set_active_isa(Isa::Scalar);
+  EXPECT_TRUE(linear_group_first_reads(1, in, three, 3, 2, size_t(1) << 20).empty());
+  set_active_isa(was);
+}
+
 TEST(Kernels, RmsNormMatchesScalar) {
   std::mt19937 rng(3);
   const auto& ref = *kernel_table(Isa::Scalar);

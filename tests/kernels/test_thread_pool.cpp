@@ -119,6 +119,8 @@ TEST(ThreadPool, EachThreadWalksItsStretchThenTakesFromTheEndOfAnother) {
   EXPECT_EQ(caller_chunks[0], std::make_pair(int64_t(0), int64_t(250)));  // half its stretch [0, 500)
   ASSERT_FALSE(worker_chunks.empty());
   EXPECT_EQ(worker_chunks.front().first, 500);  // the worker's stretch is [500, 1000)
+  EXPECT_EQ(owned_items(1000, 10, 2, 0), std::make_pair(int64_t(0), int64_t(500)));
+  EXPECT_EQ(owned_items(1000, 10, 2, 1), std::make_pair(int64_t(500), int64_t(1000)));
   size_t i = 1;
   for (; i < worker_chunks.size() && worker_chunks[i - 1].second != 1000; ++i)
     EXPECT_EQ(worker_chunks[i].first, worker_chunks[i - 1].second) << "chunk " << i;
@@ -127,6 +129,55 @@ TEST(ThreadPool, EachThreadWalksItsStretchThenTakesFromTheEndOfAnother) {
   for (++i; i < worker_chunks.size(); ++i) EXPECT_EQ(worker_chunks[i].second, worker_chunks[i - 1].first) << "chunk " << i;
   EXPECT_EQ(worker_chunks.back().first, 250);
   for (auto [b, e] : worker_chunks) EXPECT_EQ(b % 10, 0) << "chunks are whole grains";
+}
+
+// owned_items tells where each thread starts, for what it may prefetch before a region.
+TEST(ThreadPool, OwnedItemsSplitTheRangeInWholeGrains) {
+  for (int threads : {1, 2, 3, 5})
+    for (int64_t n : {1, 7, 63, 64, 127, 128, 1000, 12345})
+      for (int64_t grain : {1, 16, 64}) {
+        SCOPED_TRACE(testing::Message() << threads << " threads, n " << n << ", grain " << grain);
+        int64_t at = 0;
+        for (int slot = 0; slot < threads; ++slot) {
+          const auto [b, e] = owned_items(n, grain, threads, slot);
+          EXPECT_EQ(b, at) << "slot " << slot;
+          EXPECT_LE(b, e);
+          if (e < n) {
+            EXPECT_EQ(e % grain, 0) << "slot " << slot;
+          }
+          at = e;
+        }
+        EXPECT_EQ(at, n);
+      }
+  // One thread, or under two grains: all of it is the calling thread's, as run() runs it inline.
+  EXPECT_EQ(owned_items(100, 64, 2, 0), std::make_pair(int64_t(0), int64_t(100)));
+  EXPECT_EQ(owned_items(100, 64, 2, 1), std::make_pair(int64_t(100), int64_t(100)));
+  EXPECT_EQ(owned_items(300, 64, 1, 0), std::make_pair(int64_t(0), int64_t(300)));
+  // Blocks of 64 over 3 threads: 4 blocks split 1, 1, 2; the last takes the remainder.
+  EXPECT_EQ(owned_items(300, 64, 3, 0), std::make_pair(int64_t(0), int64_t(64)));
+  EXPECT_EQ(owned_items(300, 64, 3, 1), std::make_pair(int64_t(64), int64_t(128)));
+  EXPECT_EQ(owned_items(300, 64, 3, 2), std::make_pair(int64_t(128), int64_t(300)));
+  EXPECT_EQ(owned_items(300, 64, 3, 3), std::make_pair(int64_t(0), int64_t(0)));  // no such slot
+  EXPECT_EQ(owned_items(0, 64, 2, 0), std::make_pair(int64_t(0), int64_t(0)));
+}
+
+// Threads that run out of work prefetch their idle range until the job is done (the caller) or
+// the next one starts (a worker); ranges far longer than that time, missing ones and none at
+// all leave every job's result exact and the pool able to stop.
+TEST(ThreadPool, IdlePrefetchEndsWithTheJob) {
+  std::vector<char> memory(size_t(1) << 20);
+  const PrefetchRange whole{memory.data(), memory.size()};
+  const PrefetchRange long_range{memory.data(), size_t(1) << 30};  // prefetching cannot fault
+  const std::vector<PrefetchRange> plans[] = {{}, {whole}, {whole, whole}, {long_range, long_range, long_range}};
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    ScopedThreadPool scope(&pool);
+    for (int round = 0; round < 50; ++round) {
+      const std::vector<PrefetchRange>& plan = plans[size_t(round) % std::size(plans)];
+      ScopedIdlePrefetch idle(plan);
+      expect_exact_cover(&pool, 1000 + round, 7);
+    }
+  }
 }
 
 TEST(ThreadPool, ManyRepeatedRuns) {
