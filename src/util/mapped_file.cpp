@@ -47,7 +47,7 @@ bool transparent_huge_pages_off() {
 // a later load tries again.
 void prefer_huge_pages(int fd, const uint8_t** data, size_t size) {
   void* p = const_cast<uint8_t*>(*data);
-  if (!advise_huge_pages(p, size) || size < kRereadMinBytes || !mostly_cached(*data, size) || transparent_huge_pages_off())
+  if (!advise_huge_pages(p, size) || size < kRereadMinBytes || transparent_huge_pages_off() || !mostly_cached(*data, size))
     return;
   volatile uint8_t sink = 0;
   for (size_t i = 0; i < size; i += kHugePage) sink = sink + (*data)[i];  // map one page per 2 MiB
