@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <string_view>
 
 #include "kernels/parallel.h"
+#include "util/env.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -201,10 +200,7 @@ std::pair<int64_t, int64_t> owned_items(int64_t n, int64_t grain, int threads, i
 
 namespace {
 std::atomic<bool>& idle_prefetch_switch() {
-  static std::atomic<bool> enabled = [] {
-    const char* v = std::getenv("HFSTATIC_IDLE_PREFETCH");
-    return !(v && std::string_view(v) == "0");
-  }();
+  static std::atomic<bool> enabled = env_switch_on("HFSTATIC_IDLE_PREFETCH");
   return enabled;
 }
 }  // namespace

@@ -4,18 +4,16 @@
 #include <unistd.h>
 
 #include <charconv>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "util/env.h"
+
 namespace hfstatic {
 
 bool huge_pages_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("HFSTATIC_HUGE_PAGES");
-    return !(env && std::string_view(env) == "0");
-  }();
+  static const bool enabled = env_switch_on("HFSTATIC_HUGE_PAGES");
   return enabled;
 }
 

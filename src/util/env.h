@@ -1,0 +1,14 @@
+// On/off switches read from the environment (HFSTATIC_HUGE_PAGES, HFSTATIC_IDLE_PREFETCH).
+#pragma once
+#include <cstdlib>
+#include <string_view>
+
+namespace hfstatic {
+
+// False when the variable `name` is set to "0"; true when it is unset or holds anything else.
+inline bool env_switch_on(const char* name) {
+  const char* value = std::getenv(name);
+  return !(value && std::string_view(value) == "0");
+}
+
+}  // namespace hfstatic
