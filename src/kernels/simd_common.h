@@ -21,6 +21,19 @@ namespace hfstatic::kernels::detail {
 constexpr int64_t kMatvecMaxRows = 4;
 constexpr int64_t kMatvecGrain = 64;
 
+// Items [0, total) of a group: output i owns [offset_i, offset_i + items(output i)). Calls
+// fn(i, lo, hi) with the part of [begin, end) that falls in each output, in its own items.
+template <typename Items, typename Fn>
+void for_each_part(const LinearOutput* outputs, int count, Items items, int64_t begin, int64_t end, Fn&& fn) {
+  int64_t offset = 0;
+  for (int i = 0; i < count && offset < end; ++i) {
+    const int64_t n = items(outputs[i]);
+    const int64_t lo = std::max(begin, offset), hi = std::min(end, offset + n);
+    if (lo < hi) fn(i, lo - offset, hi - offset);
+    offset += n;
+  }
+}
+
 // A per-thread, 64-byte aligned scratch buffer that only grows. slot separates buffers that a
 // kernel needs at the same time.
 float* scratch(int slot, size_t floats);
