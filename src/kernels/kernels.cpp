@@ -296,13 +296,11 @@ std::vector<PrefetchRange> linear_group_first_reads(int64_t rows, int64_t in, co
                                                     int threads, size_t bytes) {
   std::vector<PrefetchRange> first;
   if (rows >= detail::kMatvecMaxRows || threads <= 1 || active().isa == Isa::Scalar) return first;
-  int64_t total = 0;
-  for (int i = 0; i < count; ++i) total += outputs[i].out;
-  auto features = [](const LinearOutput& t) { return t.out; };
+  const int64_t total = detail::total_items(outputs, count, detail::matvec_features);
   for (int slot = 0; slot < threads; ++slot) {
     const auto [begin, end] = owned_items(total, detail::kMatvecGrain, threads, slot);
     PrefetchRange range;
-    detail::for_each_part(outputs, count, features, begin, end, [&](int i, int64_t lo, int64_t hi) {
+    detail::for_each_part(outputs, count, detail::matvec_features, begin, end, [&](int i, int64_t lo, int64_t hi) {
       if (range.data) return;  // the product holding the stretch's first row
       const size_t row_bytes = size_t(in) * dtype_size(outputs[i].w_type);
       range = {static_cast<const char*>(outputs[i].w) + size_t(lo) * row_bytes, std::min(bytes, size_t(hi - lo) * row_bytes)};

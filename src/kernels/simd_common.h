@@ -21,6 +21,17 @@ namespace hfstatic::kernels::detail {
 constexpr int64_t kMatvecMaxRows = 4;
 constexpr int64_t kMatvecGrain = 64;
 
+// A group's items laid end to end: the range a parallel_for over the whole group covers.
+template <typename Items>
+int64_t total_items(const LinearOutput* outputs, int count, Items items) {
+  int64_t total = 0;
+  for (int i = 0; i < count; ++i) total += items(outputs[i]);
+  return total;
+}
+
+// The items of a matrix-vector group: each product's output features.
+inline int64_t matvec_features(const LinearOutput& t) { return t.out; }
+
 // Items [0, total) of a group: output i owns [offset_i, offset_i + items(output i)). Calls
 // fn(i, lo, hi) with the part of [begin, end) that falls in each output, in its own items.
 template <typename Items, typename Fn>
