@@ -32,10 +32,18 @@ struct S {
   static V load_f16_n(const uint16_t* p, int n) { return load_n<uint16_t>(p, n, load_f16); }
   static V load_bf16_n(const uint16_t* p, int n) { return load_n<uint16_t>(p, n, load_bf16); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
-  static void store_n(float* p, V v, int n) {
-    alignas(32) float t[W];
-    _mm256_store_ps(t, v);
-    for (int i = 0; i < n; ++i) p[i] = t[i];
+  static void store_n(float* p, V v, int n) {  // lanes [0, n): 4, then 2, then 1 at a time
+    __m128 part = _mm256_castps256_ps128(v);
+    if (n >= 4) {
+      _mm_storeu_ps(p, part);
+      part = _mm256_extractf128_ps(v, 1), p += 4, n -= 4;
+    }
+    if (n == 4) return _mm_storeu_ps(p, part);
+    if (n >= 2) {
+      _mm_storel_pi(reinterpret_cast<__m64*>(p), part);
+      part = _mm_movehl_ps(part, part), p += 2, n -= 2;
+    }
+    if (n == 1) _mm_store_ss(p, part);
   }
   static void store_f16(uint16_t* p, V v) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));

@@ -125,7 +125,12 @@ TEST(Kernels, LinearMatchesScalar) {
                           {5, 31, 3},  {7, 130, 29}, {16, 64, 24}, {33, 65, 17}, {70, 200, 37}, {128, 96, 50},
                           {1, 1000, 9}, {9, 257, 1},
                           // rows as long as a down projection's
-                          {1, 2048, 7}, {1, 2100, 9}, {1, 4864, 4}, {2, 2100, 5}};
+                          {1, 2048, 7}, {1, 2100, 9}, {1, 4864, 4}, {2, 2100, 5},
+                          // rows of whole 64-wide blocks (float32 weights read in place) with a
+                          // partial last group of features
+                          {40, 128, 30},
+                          // long enough that the matrix multiply takes k in chunks
+                          {70, 2100, 29}, {37, 4096, 13}, {100, 4864, 17}};
   for (const Shape& s : shapes) {
     for (DType wt : kWeightTypes) {
       for (int bias_kind = 0; bias_kind < 4; ++bias_kind) {
