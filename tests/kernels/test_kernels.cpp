@@ -129,8 +129,9 @@ TEST(Kernels, LinearMatchesScalar) {
                           // rows of whole 64-wide blocks (float32 weights read in place) with a
                           // partial last group of features
                           {40, 128, 30},
-                          // long enough that the matrix multiply takes k in chunks
-                          {70, 2100, 29}, {37, 4096, 13}, {100, 4864, 17}};
+                          // long enough that the matrix multiply takes k in chunks (and, 400
+                          // features, more groups than go through the chunks together)
+                          {70, 2100, 29}, {37, 4096, 13}, {100, 4864, 17}, {40, 2100, 400}};
   for (const Shape& s : shapes) {
     for (DType wt : kWeightTypes) {
       for (int bias_kind = 0; bias_kind < 4; ++bias_kind) {
