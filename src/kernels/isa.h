@@ -27,7 +27,8 @@ Isa set_active_isa(Isa isa);
 struct KernelTable {
   void (*load_row)(const void* src, DType type, int64_t n, float* dst);
   void (*store_row)(const float* src, int64_t n, void* dst, DType type);
-  void (*linear_group)(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count);
+  void (*linear_group)(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count,
+                       const LinearFusion* fusion);
   void (*rms_norm)(const float* x, int64_t rows, int64_t n, const void* w, DType w_type, float eps, float* y);
   void (*rope)(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int64_t* positions, const float* inv_freq);
   void (*attention)(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,

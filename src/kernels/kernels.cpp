@@ -76,13 +76,6 @@ void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_typ
   });
 }
 
-void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count) {
-  for (int i = 0; i < count; ++i) {
-    const LinearOutput& o = outputs[i];
-    linear(x, rows, in, o.w, o.w_type, o.out, o.bias, o.bias_type, o.y);
-  }
-}
-
 void rms_norm(const float* x, int64_t rows, int64_t n, const void* w, DType w_type, float eps, float* y) {
   std::vector<float> weight(static_cast<size_t>(n));
   load_row(w, w_type, n, weight.data());
@@ -168,6 +161,27 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
 
 void add(const float* a, const float* b, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count,
+                  const LinearFusion* fusion) {
+  std::vector<float> normed;
+  if (fusion && fusion->norm_w) {
+    normed.resize(size_t(rows * in));
+    rms_norm(x, rows, in, fusion->norm_w, fusion->norm_type, fusion->norm_eps, normed.data());
+    x = normed.data();
+  }
+  for (int i = 0; i < count; ++i) {
+    const LinearOutput& o = outputs[i];
+    if (!o.addend) {
+      linear(x, rows, in, o.w, o.w_type, o.out, o.bias, o.bias_type, o.y);
+      continue;
+    }
+    std::vector<float> product(size_t(rows * o.out));  // the addend may be y itself
+    linear(x, rows, in, o.w, o.w_type, o.out, o.bias, o.bias_type, product.data());
+    add(o.addend, product.data(), rows * o.out, o.y);
+  }
+  if (fusion && fusion->gated) silu_mul(outputs[0].y, outputs[1].y, rows * outputs[0].out, fusion->gated);
 }
 
 double fma_probe(int64_t iters) {
@@ -287,10 +301,11 @@ void store_row(const float* src, int64_t n, void* dst, DType type) { active().ta
 void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_type, int64_t out, const void* bias,
             DType bias_type, float* y) {
   const LinearOutput one{w, w_type, out, bias, bias_type, y};
-  active().table->linear_group(x, rows, in, &one, 1);
+  active().table->linear_group(x, rows, in, &one, 1, nullptr);
 }
-void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count) {
-  active().table->linear_group(x, rows, in, outputs, count);
+void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count,
+                  const LinearFusion* fusion) {
+  active().table->linear_group(x, rows, in, outputs, count, fusion);
 }
 std::vector<PrefetchRange> linear_group_first_reads(int64_t rows, int64_t in, const LinearOutput* outputs, int count,
                                                     int threads, size_t bytes) {
@@ -332,7 +347,7 @@ float* scratch(int slot, size_t floats) {
     std::unique_ptr<float[], void (*)(float*)> data{nullptr, [](float* p) { std::free(p); }};
     size_t capacity = 0;
   };
-  thread_local Slot slots[8];
+  thread_local Slot slots[10];
   Slot& s = slots[slot];
   if (s.capacity < floats) {
     size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;

@@ -142,7 +142,7 @@ TEST(Kernels, LinearMatchesScalar) {
         const void* bias = bias_kind == 0 ? nullptr : b.bytes.data();
         std::vector<float> want(size_t(s.rows * s.out));
         const LinearOutput want_out{w.bytes.data(), wt, s.out, bias, bt, want.data()};
-        ref.linear_group(x.data(), s.rows, s.in, &want_out, 1);
+        ref.linear_group(x.data(), s.rows, s.in, &want_out, 1, nullptr);
         // Tolerance from the magnitude of the terms of each dot product.
         std::vector<float> scale(want.size());
         for (int64_t r = 0; r < s.rows; ++r)
@@ -155,7 +155,7 @@ TEST(Kernels, LinearMatchesScalar) {
           for (int threads : kThreads) {
             std::vector<float> got(want.size(), 12345.0f);
             const LinearOutput got_out{w.bytes.data(), wt, s.out, bias, bt, got.data()};
-            with_threads(threads, [&] { kernel_table(isa)->linear_group(x.data(), s.rows, s.in, &got_out, 1); });
+            with_threads(threads, [&] { kernel_table(isa)->linear_group(x.data(), s.rows, s.in, &got_out, 1, nullptr); });
             expect_close(got, want, scale, 2e-6f,
                          label(isa, threads) + " linear " + dtype_name(wt) + " rows=" + std::to_string(s.rows) +
                              " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out) +
@@ -186,7 +186,7 @@ TEST(Kernels, LinearGroupMatchesSeparateProducts) {
       want.emplace_back(size_t(rows * outs[i]));
       const LinearOutput one{w[i].bytes.data(), types[i], outs[i], i % 2 ? b[i].bytes.data() : nullptr, DType::F32,
                              want[i].data()};
-      ref.linear_group(x.data(), rows, in, &one, 1);
+      ref.linear_group(x.data(), rows, in, &one, 1, nullptr);
     }
     for (Isa isa : simd_isas())
       for (int threads : kThreads) {
@@ -195,10 +195,99 @@ TEST(Kernels, LinearGroupMatchesSeparateProducts) {
         for (int i = 0; i < 4; ++i) got.emplace_back(want[i].size(), 12345.0f);
         for (int i = 0; i < 4; ++i)
           group.push_back({w[i].bytes.data(), types[i], outs[i], i % 2 ? b[i].bytes.data() : nullptr, DType::F32, got[i].data()});
-        with_threads(threads, [&] { kernel_table(isa)->linear_group(x.data(), rows, in, group.data(), 4); });
+        with_threads(threads, [&] { kernel_table(isa)->linear_group(x.data(), rows, in, group.data(), 4, nullptr); });
         for (int i = 0; i < 4; ++i)
           expect_close(got[i], want[i], {}, 2e-5f,
                        label(isa, threads) + " linear group rows=" + std::to_string(rows) + " product " + std::to_string(i));
+      }
+  }
+}
+
+// An rms_norm folded into a linear group, a residual added to a product and a silu_mul of two
+// products must each give, bit for bit, what the same ISA's separate kernels give: the matrix
+// multiply's packing and tile stores and the matrix-vector path alike (1-3 rows), k in chunks
+// (100 rows of 2100), mixed weight types (the silu_mul then runs after the group), the residual
+// in its own buffer or in y itself.
+TEST(Kernels, LinearFusionGivesWhatTheSeparateKernelsGive) {
+  std::mt19937 rng(21);
+  struct Case {
+    int64_t rows, in;
+    std::vector<int64_t> outs;
+    std::vector<DType> types;
+    bool norm, gated, addend, addend_in_y;
+  };
+  const Case cases[] = {
+      {37, 70, {40, 40}, {DType::F16, DType::F16}, true, true, false, false},
+      {100, 2100, {29, 29}, {DType::F32, DType::F32}, true, true, false, false},
+      {5, 128, {64, 64}, {DType::BF16, DType::BF16}, false, true, false, false},
+      {37, 70, {40, 40}, {DType::F16, DType::F32}, true, true, false, false},
+      {2, 70, {40, 40}, {DType::F16, DType::F16}, true, true, false, false},
+      {37, 128, {50, 13, 13}, {DType::F32, DType::F16, DType::F16}, true, false, false, false},
+      {1, 70, {50, 13, 13}, {DType::F16, DType::F16, DType::F16}, true, false, false, false},
+      {37, 70, {29}, {DType::F16}, false, false, true, false},
+      {100, 2100, {40}, {DType::F32}, true, false, true, false},
+      {3, 70, {29}, {DType::F32}, false, false, true, false},
+      {37, 128, {29}, {DType::F16}, false, false, true, true},
+      {1, 128, {29}, {DType::F16}, false, false, true, true},
+  };
+  std::vector<Isa> isas = simd_isas();
+  isas.insert(isas.begin(), Isa::Scalar);
+  for (const Case& c : cases) {
+    const int count = int(c.outs.size());
+    std::vector<float> x = random_floats(rng, size_t(c.rows * c.in), -2.0f, 2.0f);
+    Stored norm_w = stored(rng, size_t(c.in), DType::F16, 0.5f, 1.5f);
+    std::vector<Stored> w, b;
+    for (int i = 0; i < count; ++i) {
+      w.push_back(stored(rng, size_t(c.outs[i] * c.in), c.types[i], -0.2f, 0.2f));
+      b.push_back(stored(rng, size_t(c.outs[i]), DType::F32));
+    }
+    std::vector<float> residual = random_floats(rng, size_t(c.rows * c.outs[0]));
+    const std::string what = "rows=" + std::to_string(c.rows) + " in=" + std::to_string(c.in) + " products=" +
+                             std::to_string(count) + " norm=" + std::to_string(c.norm) + " gated=" + std::to_string(c.gated) +
+                             " addend=" + std::to_string(c.addend) + (c.addend_in_y ? " (in y)" : "");
+    for (Isa isa : isas)
+      for (int threads : kThreads) {
+        const KernelTable& k = *kernel_table(isa);
+        auto products = [&](std::vector<std::vector<float>>& ys) {
+          std::vector<LinearOutput> group;
+          for (int i = 0; i < count; ++i) {
+            ys.emplace_back(size_t(c.rows * c.outs[i]), 12345.0f);
+            group.push_back({w[i].bytes.data(), c.types[i], c.outs[i], i % 2 ? nullptr : b[i].bytes.data(), DType::F32,
+                             ys[i].data()});
+          }
+          return group;
+        };
+        // The separate kernels.
+        std::vector<std::vector<float>> want_y;
+        std::vector<LinearOutput> want_group = products(want_y);
+        std::vector<float> normed(x.size()), want_gated(want_y[0].size()), want_sum(want_y[0].size());
+        with_threads(threads, [&] {
+          if (c.norm) k.rms_norm(x.data(), c.rows, c.in, norm_w.bytes.data(), DType::F16, 1e-5f, normed.data());
+          k.linear_group(c.norm ? normed.data() : x.data(), c.rows, c.in, want_group.data(), count, nullptr);
+          if (c.gated) k.silu_mul(want_y[0].data(), want_y[1].data(), int64_t(want_gated.size()), want_gated.data());
+          if (c.addend) k.add(residual.data(), want_y[0].data(), int64_t(want_sum.size()), want_sum.data());
+        });
+        // Fused.
+        std::vector<std::vector<float>> got_y;
+        std::vector<LinearOutput> group = products(got_y);
+        std::vector<float> got_gated(want_gated.size(), 12345.0f);
+        if (c.addend_in_y) got_y[0] = residual;
+        if (c.addend) group[0].addend = c.addend_in_y ? got_y[0].data() : residual.data();
+        LinearFusion fusion;
+        if (c.norm) fusion.norm_w = norm_w.bytes.data(), fusion.norm_type = DType::F16, fusion.norm_eps = 1e-5f;
+        if (c.gated) fusion.gated = got_gated.data();
+        with_threads(threads, [&] { k.linear_group(x.data(), c.rows, c.in, group.data(), count, &fusion); });
+        const std::string where = label(isa, threads) + " " + what;
+        auto same = [&](const std::vector<float>& got, const std::vector<float>& want, const char* name) {
+          ASSERT_EQ(got.size(), want.size());
+          size_t bad = 0;
+          while (bad < got.size() && std::memcmp(&got[bad], &want[bad], sizeof(float)) == 0) ++bad;
+          EXPECT_EQ(bad, got.size()) << where << " " << name << ": first difference at " << bad << ": " << got[bad]
+                                     << " vs " << want[bad];
+        };
+        if (c.gated) same(got_gated, want_gated, "silu_mul");
+        same(got_y[0], c.addend ? want_sum : want_y[0], c.addend ? "y + residual" : "product 0");
+        for (int i = 1; i < count; ++i) same(got_y[i], want_y[i], "product");
       }
   }
 }
