@@ -1,11 +1,13 @@
 #include "executor/method.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <set>
 
 #include "kernels/parallel.h"
 #include "kernels/thread_pool.h"
+#include "util/env.h"
 
 namespace hfstatic {
 
@@ -41,7 +43,43 @@ uint64_t plan_arena(std::vector<Interval*>& items) {
   }
   return total;
 }
+
+std::atomic<bool>& op_folding_switch() {
+  static std::atomic<bool> enabled = env_switch_on("HFSTATIC_FOLD");
+  return enabled;
+}
 }  // namespace
+
+bool op_folding_enabled() { return op_folding_switch().load(std::memory_order_relaxed); }
+void set_op_folding_enabled(bool enabled) { op_folding_switch().store(enabled, std::memory_order_relaxed); }
+
+void Method::fold_into_linear_steps(const std::vector<bool>& is_output) {
+  const OpDef* linear = find_op("linear");
+  std::vector<std::vector<size_t>> readers(values_.size());
+  for (size_t ni = 0; ni < nodes_.size(); ++ni)
+    for (size_t id : nodes_[ni].inputs)
+      if (readers[id].empty() || readers[id].back() != ni) readers[id].push_back(ni);
+  std::vector<Step> steps;
+  for (const Step& step : steps_) {
+    const size_t x = nodes_[step.first].inputs[0];
+    const auto in_step = [&](size_t n) { return n >= step.first && n < step.first + step.count; };
+    if (nodes_[step.first].op == linear && !steps.empty() && steps.back().count == 1 && !steps.back().folded) {
+      const Node& before = nodes_[steps.back().first];
+      if (folds_into_linear(before.op) && before.outputs[0] == x && !is_output[x] &&
+          std::all_of(readers[x].begin(), readers[x].end(), in_step)) {
+        steps.back().count += step.count;
+        steps.back().folded = true;
+        continue;
+      }
+    }
+    steps.push_back(step);
+  }
+  steps_ = std::move(steps);
+}
+
+size_t Method::num_folded_steps() const {
+  return size_t(std::count_if(steps_.begin(), steps_.end(), [](const Step& s) { return s.folded; }));
+}
 
 std::shared_ptr<const Method> Method::load(std::shared_ptr<const Program> program, const std::string& name) {
   const MethodSpec* spec = program->spec().find_method(name);
@@ -150,7 +188,6 @@ std::shared_ptr<const Method> Method::load(std::shared_ptr<const Program> progra
 
   // Steps: a node joins the previous one's step when both run the same groupable op on the
   // same first input and it reads nothing the step writes.
-  std::vector<size_t> step_of(m->nodes_.size() + 1);
   for (size_t ni = 0; ni < m->nodes_.size(); ++ni) {
     const Node& node = m->nodes_[ni];
     bool joins = false;
@@ -164,9 +201,7 @@ std::shared_ptr<const Method> Method::load(std::shared_ptr<const Program> progra
     }
     if (joins) ++m->steps_.back().count;
     else m->steps_.push_back({ni, 1});
-    step_of[ni] = m->steps_.size() - 1;
   }
-  step_of[m->nodes_.size()] = m->steps_.size();
 
   // Outputs.
   std::set<std::string> output_names;
@@ -197,19 +232,41 @@ std::shared_ptr<const Method> Method::load(std::shared_ptr<const Program> progra
     }
   }
 
-  // Row-wise nodes whose only output is a [1, T, N] method output that no node reads.
+  std::vector<bool> is_output(m->values_.size(), false);
+  for (const Output& o : m->outputs_) is_output[o.value] = true;
+  if (op_folding_enabled()) m->fold_into_linear_steps(is_output);
+  std::vector<size_t> step_of(m->nodes_.size() + 1);
+  for (size_t si = 0; si < m->steps_.size(); ++si)
+    for (size_t k = 0; k < m->steps_[si].count; ++k) step_of[m->steps_[si].first + k] = si;
+  step_of[m->nodes_.size()] = m->steps_.size();
+
+  // Steps of row-wise nodes whose one value read outside the step is a [1, T, N] method output
+  // that no node reads.
+  std::vector<bool> read(m->values_.size(), false);
+  std::vector<size_t> read_in_step(m->values_.size(), SIZE_MAX);  // the step of its only reader
+  for (size_t ni = 0; ni < m->nodes_.size(); ++ni)
+    for (size_t id : m->nodes_[ni].inputs) {
+      read_in_step[id] = read[id] && read_in_step[id] != step_of[ni] ? SIZE_MAX - 1 : step_of[ni];
+      read[id] = true;
+    }
   for (size_t i = 0; i < m->outputs_.size(); ++i) {
     if (spec->outputs[i].memory == OutputMemory::Alias) continue;
     const size_t id = m->outputs_[i].value;
     const Value& v = m->values_[id];
-    if (v.shape.size() != 3 || v.shape[0] != 1) continue;
-    bool read = false;
-    Node* producer = nullptr;
-    for (Node& node : m->nodes_) {
-      read = read || std::find(node.inputs.begin(), node.inputs.end(), id) != node.inputs.end();
-      if (node.outputs.size() == 1 && node.outputs[0] == id) producer = &node;
+    if (v.shape.size() != 3 || v.shape[0] != 1 || read[id]) continue;
+    for (size_t si = 0; si < m->steps_.size(); ++si) {
+      Step& step = m->steps_[si];
+      bool produces = false, sliceable = true;
+      for (size_t k = step.first; k < step.first + step.count; ++k) {
+        const Node& node = m->nodes_[k];
+        sliceable = sliceable && node.op->row_wise;
+        for (size_t out : node.outputs) {
+          if (out == id) produces = true;
+          else sliceable = sliceable && !is_output[out] && (!read[out] || read_in_step[out] == si);
+        }
+      }
+      if (produces && sliceable) step.sliceable_output = i;
     }
-    if (producer && !read && producer->op->row_wise) producer->sliceable_output = i;
   }
 
   std::vector<Interval> intervals;
@@ -301,18 +358,20 @@ Status Execution::run(ThreadPool* pool) {
     std::vector<PrefetchRange> next;
     for (size_t si = m.steps_.size(); si-- > 0;) {
       idle_plans_[si] = next;
+      // The nodes of the step's op (a folded step's linears).
       const Method::Step& step = m.steps_[si];
-      const Method::Node& head = m.nodes_[step.first];
+      const size_t first = step.first + (step.folded ? 1 : 0), end = step.first + step.count;
+      const Method::Node& head = m.nodes_[first];
       if (!head.op->first_reads) continue;
-      std::vector<std::vector<Tensor>> step_ins(step.count);
-      for (size_t k = 0; k < step.count; ++k)
-        for (size_t id : m.nodes_[step.first + k].inputs) step_ins[k].push_back(tensor(id));
+      std::vector<std::vector<Tensor>> step_ins(end - first);
+      for (size_t k = first; k < end; ++k)
+        for (size_t id : m.nodes_[k].inputs) step_ins[k - first].push_back(tensor(id));
       next = head.op->first_reads(step_ins, threads, kIdlePrefetchBytes);
     }
     idle_plans_threads_ = threads;
   }
   std::vector<std::vector<Tensor>> ins, outs;  // per node of the step
-  std::vector<Shape> slices;                     // shapes of row slices, alive while their node runs
+  std::vector<Shape> slices;                     // shapes of row slices, alive while their step runs
   for (size_t si = 0; si < m.steps_.size(); ++si) {
     const Method::Step& step = m.steps_[si];
     const Method::Node& head = m.nodes_[step.first];
@@ -326,26 +385,27 @@ Status Execution::run(ThreadPool* pool) {
       for (size_t id : node.inputs) ins[k].push_back(tensor(id));
       for (size_t id : node.outputs) outs[k].push_back(tensor(id));
     }
-    Status s;
-    if (step.count == 1) {
-      if (head.sliceable_output != SIZE_MAX && output_rows_[head.sliceable_output].second >= 0) {
-        const auto [begin, end] = output_rows_[head.sliceable_output];
-        const int64_t rows = outs[0][0].dim(1);
-        slices.resize(ins[0].size() + outs[0].size());
-        size_t k = 0;
-        for (std::vector<Tensor>* list : {&ins[0], &outs[0]})
+    if (step.sliceable_output != SIZE_MAX && output_rows_[step.sliceable_output].second >= 0) {
+      // Every [1, T, *] operand of the step, cut to the wanted rows.
+      const auto [begin, end] = output_rows_[step.sliceable_output];
+      const int64_t rows = m.values_[m.outputs_[step.sliceable_output].value].shape[1];
+      slices.clear();
+      for (size_t k = 0; k < step.count; ++k) slices.resize(slices.size() + ins[k].size() + outs[k].size());
+      size_t next = 0;
+      for (size_t k = 0; k < step.count; ++k)
+        for (std::vector<Tensor>* list : {&ins[k], &outs[k]})
           for (Tensor& t : *list) {
             const Shape& shape = *t.shape;
             if (shape.size() != 3 || shape[0] != 1 || shape[1] != rows) continue;
             t.data = static_cast<uint8_t*>(t.data) + size_t(begin * shape[2]) * dtype_size(t.dtype);
-            slices[k] = Shape{1, end - begin, shape[2]};
-            t.shape = &slices[k++];
+            slices[next] = Shape{1, end - begin, shape[2]};
+            t.shape = &slices[next++];
           }
-      }
-      s = head.op->run(ins[0], outs[0], head.prepared.get());
-    } else {
-      s = head.op->run_group(ins, outs);
     }
+    Status s;
+    if (step.folded) s = run_linear_folded(head.op, head.prepared.get(), ins, outs);
+    else if (step.count == 1) s = head.op->run(ins[0], outs[0], head.prepared.get());
+    else s = head.op->run_group(ins, outs);
     if (!s.ok()) {
       const std::string nodes = step.count == 1 ? cat("node ", step.first) : cat("nodes ", step.first, "-", step.first + step.count - 1);
       return Status::error(cat("method '", m.name(), "' ", nodes, " (", head.op->name, "): ", s.message()));

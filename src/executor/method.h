@@ -15,6 +15,12 @@ namespace hfstatic {
 
 class ThreadPool;
 
+// Whether Method::load folds an rms_norm or silu_mul into the step of linear nodes that reads
+// its output (see Method::Step): yes unless HFSTATIC_FOLD=0, or as last set (tests and
+// benchmarks compare both; a loaded method keeps what it was loaded with).
+bool op_folding_enabled();
+void set_op_folding_enabled(bool enabled);
+
 class Method {
  public:
   // Validates and plans `name` of `program`; throws Error "method 'NAME' ...: problem".
@@ -34,6 +40,8 @@ class Method {
   // Nodes, and the steps they run as (fewer when nodes are grouped).
   size_t num_nodes() const { return nodes_.size(); }
   size_t num_steps() const { return steps_.size(); }
+  // Steps that begin with a node folded into the linear nodes after it.
+  size_t num_folded_steps() const;
 
  private:
   friend class Execution;
@@ -52,19 +60,23 @@ class Method {
     const OpDef* op;
     std::vector<size_t> inputs, outputs;  // value ids
     std::shared_ptr<const void> prepared;
-    // The method output this node alone produces and no node reads, when its op is row-wise:
-    // run() may compute only the rows of it the caller wants.
-    size_t sliceable_output = SIZE_MAX;
   };
   struct Output {
     size_t value;
     size_t index;  // alias: input index
   };
-  // What run() executes: one node, or consecutive nodes of an op with run_group that share
-  // their first input (q/k/v, gate/up) as one pass.
+  // What run() executes, nodes [first, first + count): one node, or consecutive nodes of an op
+  // with run_group that share their first input (q/k/v, gate/up) as one pass. A step of linear
+  // nodes may also begin with the rms_norm or silu_mul node just before them that produces
+  // their input, when nothing else reads it (`folded`): one pass instead of two.
   struct Step {
     size_t first, count;
+    bool folded = false;
+    // The method output that only this step's row-wise nodes produce, read by no node and the
+    // only value of the step read outside it: run() may compute only the rows the caller wants.
+    size_t sliceable_output = SIZE_MAX;
   };
+  void fold_into_linear_steps(const std::vector<bool>& is_output);
 
   std::shared_ptr<const Program> program_;
   const MethodSpec* spec_ = nullptr;

@@ -391,6 +391,26 @@ constexpr OpDef kOps[] = {
 
 }  // namespace
 
+bool folds_into_linear(const OpDef* op) { return op && (op->check == check_rms_norm || op->run == run_silu_mul); }
+
+Status run_linear_folded(const OpDef* folded, const void* prepared, const std::vector<std::vector<Tensor>>& ins,
+                         const std::vector<std::vector<Tensor>>& outs) {
+  std::vector<kernels::LinearOutput> group;
+  group.reserve(ins.size() - 1);
+  for (size_t k = 1; k < ins.size(); ++k) group.push_back(linear_output(ins[k], outs[k]));
+  kernels::LinearFusion fusion;
+  if (folded->check == check_rms_norm) {
+    fusion.norm_w = ins[0][1].data;
+    fusion.norm_type = ins[0][1].dtype;
+    fusion.norm_eps = static_cast<const NormAttrs*>(prepared)->eps;
+  } else {
+    fusion.up = ins[0][1].as<float>();
+  }
+  const Tensor& x = ins[0][0];
+  kernels::linear_group(x.as<float>(), x.dim(1), x.dim(2), group.data(), int(group.size()), &fusion);
+  return {};
+}
+
 const OpDef* find_op(const std::string& name) {
   for (const auto& op : kOps)
     if (name == op.name) return &op;

@@ -52,6 +52,14 @@ struct OpDef {
                                             size_t bytes) = nullptr;
 };
 
+// Whether a step of linear nodes can take in the node of `op` that produces their shared input
+// (an rms_norm or a silu_mul), when nothing else reads it: kernels::LinearFusion.
+bool folds_into_linear(const OpDef* op);
+// Runs such a step as one pass: ins[k] and outs[k] are its node k's, node 0 the folded one (of
+// op `folded`, with `prepared`).
+Status run_linear_folded(const OpDef* folded, const void* prepared, const std::vector<std::vector<Tensor>>& ins,
+                         const std::vector<std::vector<Tensor>>& outs);
+
 const OpDef* find_op(const std::string& name);
 std::vector<std::string> op_names();
 

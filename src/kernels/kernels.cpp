@@ -165,23 +165,17 @@ void add(const float* a, const float* b, int64_t n, float* out) {
 
 void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count,
                   const LinearFusion* fusion) {
-  std::vector<float> normed;
-  if (fusion && fusion->norm_w) {
-    normed.resize(size_t(rows * in));
-    rms_norm(x, rows, in, fusion->norm_w, fusion->norm_type, fusion->norm_eps, normed.data());
-    x = normed.data();
+  std::vector<float> input;
+  if (fusion && (fusion->norm_w || fusion->up)) {
+    input.resize(size_t(rows * in));
+    if (fusion->norm_w) rms_norm(x, rows, in, fusion->norm_w, fusion->norm_type, fusion->norm_eps, input.data());
+    else silu_mul(x, fusion->up, rows * in, input.data());
+    x = input.data();
   }
   for (int i = 0; i < count; ++i) {
     const LinearOutput& o = outputs[i];
-    if (!o.addend) {
-      linear(x, rows, in, o.w, o.w_type, o.out, o.bias, o.bias_type, o.y);
-      continue;
-    }
-    std::vector<float> product(size_t(rows * o.out));  // the addend may be y itself
-    linear(x, rows, in, o.w, o.w_type, o.out, o.bias, o.bias_type, product.data());
-    add(o.addend, product.data(), rows * o.out, o.y);
+    linear(x, rows, in, o.w, o.w_type, o.out, o.bias, o.bias_type, o.y);
   }
-  if (fusion && fusion->gated) silu_mul(outputs[0].y, outputs[1].y, rows * outputs[0].out, fusion->gated);
 }
 
 double fma_probe(int64_t iters) {

@@ -18,7 +18,7 @@ void store_row(const float* src, int64_t n, void* dst, DType type);
 void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_type, int64_t out,
             const void* bias, DType bias_type, float* y);
 
-// One product of a linear group: y[rows, out] = x * w[out, in]^T (+ bias[out]) (+ addend).
+// One product of a linear group: y[rows, out] = x * w[out, in]^T (+ bias[out]).
 struct LinearOutput {
   const void* w;
   DType w_type;
@@ -26,20 +26,16 @@ struct LinearOutput {
   const void* bias;  // may be null
   DType bias_type;
   float* y;
-  // May be null: [rows, out] added to the product after the bias (a residual add folded in,
-  // computed as add() would); may be y itself.
-  const float* addend = nullptr;
 };
-// The ops a linear group folds in around its products, each giving exactly what the separate
-// kernel would.
+// The elementwise op a linear group may fold in before its products: they multiply its result,
+// computed as the rows are read (bit for bit what the separate kernel gives), instead of x.
 struct LinearFusion {
-  // rms_norm(x, norm_w, eps) is what the products multiply, computed as the rows are read.
+  // rms_norm(x, norm_w, norm_eps)
   const void* norm_w = nullptr;
   DType norm_type = DType::F32;
   float norm_eps = 0;
-  // silu_mul(outputs[0].y, outputs[1].y) is written here (two products of equal width; may be
-  // one of their y).
-  float* gated = nullptr;
+  // silu_mul(x, up): x is the gate, up [rows, in]
+  const float* up = nullptr;
 };
 // Several linear products of the same x (q/k/v, gate/up) as one parallel pass: x is packed
 // once and the threads share out the output features of all of them together.

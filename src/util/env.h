@@ -1,4 +1,4 @@
-// On/off switches read from the environment (HFSTATIC_HUGE_PAGES, HFSTATIC_IDLE_PREFETCH).
+// On/off switches read from the environment (HFSTATIC_HUGE_PAGES, HFSTATIC_IDLE_PREFETCH, HFSTATIC_FOLD).
 #pragma once
 #include <cstdlib>
 #include <string_view>

@@ -638,7 +638,9 @@ TEST_F(ExecutorErrors, OnlyTheWantedRowsOfAnOutputAreComputed) {
   g.node("rms_norm", {"x", "g"}, {"h"}, {{"eps", 1e-6}});
   g.node("linear", {"h", "w"}, {"y"});
   g.out("y", "y", OutputMemory::Planned);
-  Execution ex(load(g));
+  auto method = load(g);
+  EXPECT_EQ(method->num_folded_steps(), 1u);  // the norm is computed as the linear reads its rows
+  Execution ex(method);
   std::vector<float> x(size_t(T * N));
   for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::cos(0.37 * double(i))) + 0.1f;
   ex.bind_input(0, x.data());
@@ -670,6 +672,60 @@ TEST_F(ExecutorErrors, OnlyTheWantedRowsOfAnOutputAreComputed) {
   EXPECT_THAT(error_of([&] { ex.set_output_rows(0, 3, 3); }), HasSubstr("output 0 'y': rows [3, 3)"));
   EXPECT_THAT(error_of([&] { ex.set_output_rows(0, 0, T + 1); }), HasSubstr("within its 6 rows"));
   EXPECT_THAT(error_of([&] { ex.set_output_rows(1, 0, 1); }), HasSubstr("output index 1 out of range"));
+}
+
+TEST_F(ExecutorErrors, NormAndSiluMulFoldIntoTheLinearsOnlyWhenNothingElseReadsThem) {
+  // h = rms_norm(x); a, b = linear(h); s = silu_mul(a, b); y = linear(s). Both ops fold into
+  // the linears after them, unless h or s is also a method output or read by another node; the
+  // results are the same every way, for matrix-vector (3) and matrix-multiply (40) row counts.
+  const int64_t N = 70, F = 29, O = 13;
+  auto weights = [](int64_t n, double phase) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = float(std::sin(0.7 * double(i) + phase)) * 0.2f;
+    return v;
+  };
+  const std::vector<float> norm = weights(N, 1), w1 = weights(F * N, 2), w2 = weights(F * N, 3), w3 = weights(O * F, 4);
+  for (int64_t T : {3, 40})
+    for (int variant = 0; variant < 4; ++variant) {  // plain, h an output, s an output, s read by an add
+      SCOPED_TRACE(cat("T = ", T, ", variant ", variant));
+      Graph g;
+      g.in("x", DType::F32, {1, T, N}).weight("g", {N}, norm).weight("w1", {F, N}, w1).weight("w2", {F, N}, w2);
+      g.weight("w3", {O, F}, w3);
+      g.val("h", DType::F32, {1, T, N}).val("a", DType::F32, {1, T, F}).val("b", DType::F32, {1, T, F});
+      g.val("s", DType::F32, {1, T, F}).val("y", DType::F32, {1, T, O});
+      g.node("rms_norm", {"x", "g"}, {"h"}, {{"eps", 1e-5}});
+      g.node("linear", {"h", "w1"}, {"a"}).node("linear", {"h", "w2"}, {"b"});
+      g.node("silu_mul", {"a", "b"}, {"s"}).node("linear", {"s", "w3"}, {"y"});
+      g.out("y", "y", OutputMemory::Planned);
+      if (variant == 1) g.out("h", "h", OutputMemory::Planned);
+      if (variant == 2) g.out("s", "s", OutputMemory::Planned);
+      if (variant == 3) g.val("z", DType::F32, {1, T, F}).node("add", {"s", "s"}, {"z"}).out("z", "z", OutputMemory::Planned);
+      auto method = load(g);
+      EXPECT_EQ(method->num_folded_steps(), variant == 0 ? 2u : 1u);
+
+      std::vector<float> x(size_t(T * N));
+      for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::cos(0.37 * double(i))) * 2.0f;
+      std::vector<double> h(x.size());
+      for (int64_t r = 0; r < T; ++r) {
+        double ss = 0;
+        for (int64_t i = 0; i < N; ++i) ss += double(x[size_t(r * N + i)]) * x[size_t(r * N + i)];
+        for (int64_t i = 0; i < N; ++i) h[size_t(r * N + i)] = x[size_t(r * N + i)] / std::sqrt(ss / N + 1e-5) * norm[size_t(i)];
+      }
+      const std::vector<double> s_want = ref_silu_mul(ref_linear(h, T, N, w1, F), ref_linear(h, T, N, w2, F));
+      const std::vector<double> y_want = ref_linear(s_want, T, F, w3, O);
+      Execution ex(method);
+      ex.bind_input(0, x.data());
+      ThreadPool pool(2);
+      ASSERT_TRUE(ex.run(&pool).ok());
+      auto expect_values = [&](size_t output, const std::vector<double>& want) {
+        const float* got = static_cast<const float*>(ex.output_data(output));
+        for (size_t k = 0; k < want.size(); ++k)
+          ASSERT_NEAR(got[k], want[k], 1e-5 * (1.0 + std::fabs(want[k]))) << "output " << output << " at " << k;
+      };
+      expect_values(0, y_want);
+      if (variant == 1) expect_values(1, h);
+      if (variant == 2) expect_values(1, s_want);
+    }
 }
 
 TEST_F(ExecutorErrors, RowsOfANonActivationOutputCannotBeLimited) {

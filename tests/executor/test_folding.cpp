@@ -1,0 +1,82 @@
+// Folding an rms_norm or silu_mul into the linear nodes after it (Method::Step) changes no bit
+// of what a model computes: the tiny presets exported and run with folding on and off, every
+// prompt row's logits and a few decode steps, on one and two threads.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "executor/method.h"
+#include "format/program.h"
+#include "io/hf_static_io_manager.h"
+#include "kernels/thread_pool.h"
+#include "test_support.h"
+
+namespace hfstatic {
+namespace {
+
+struct Logits {
+  std::vector<float> prompt, decode;
+  size_t folded_prefill = 0, folded_decode = 0;
+};
+
+Logits run(std::shared_ptr<const Program> program, bool fold, int threads) {
+  const bool was = op_folding_enabled();
+  set_op_folding_enabled(fold);
+  auto io = IOManagerRegistry::instance().load(program);
+  set_op_folding_enabled(was);
+  auto& hf = dynamic_cast<HfStaticIOManager&>(*io);
+  hf.set_all_logits(true);
+  ThreadPool pool(threads);
+  Logits out;
+  out.folded_prefill = hf.execution(StepKind::Prefill).method().num_folded_steps();
+  out.folded_decode = hf.execution(StepKind::Decode).method().num_folded_steps();
+  const int64_t V = io->model().vocab_size;
+  // 11 tokens: a full prefill chunk of 8 (the matrix multiply), then a padded one of 3.
+  const std::vector<int64_t> prompt = {256, 72, 101, 108, 108, 111, 44, 32, 119, 111, 114};
+  for (const Step& s : io->plan(0, prompt.size())) {
+    io->prepare(s.kind, s.start_pos, std::span(prompt).subspan(s.begin, s.count));
+    io->bind();
+    EXPECT_TRUE(io->run(&pool).ok());
+    const float* all = static_cast<const float*>(hf.execution(StepKind::Prefill).output_data(3 * io->model().n_layers));
+    out.prompt.insert(out.prompt.end(), all, all + s.count * V);
+  }
+  for (int64_t pos = int64_t(prompt.size()); pos < int64_t(prompt.size()) + 4; ++pos) {  // matrix-vector
+    const std::vector<int64_t> one = {(pos * 37) % V};
+    io->prepare(StepKind::Decode, pos, one);
+    io->bind();
+    EXPECT_TRUE(io->run(&pool).ok());
+    out.decode.insert(out.decode.end(), io->logits().begin(), io->logits().end());
+  }
+  return out;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(Folding, LogitsAreBitForBitTheSameWithAndWithout) {
+  test::TempDir dir("folding");
+  for (const char* preset : {"tiny", "tiny-qwen2", "tiny-qwen3"}) {
+    SCOPED_TRACE(preset);
+    GraphOptions g;
+    g.prefill_len = 8;
+    g.max_context = 64;
+    auto program = Program::load(test::export_to(test::cached_checkpoint(preset, 3), dir.file(cat(preset, ".hfs")), g));
+    const int64_t layers = program->spec().metadata.value("n_layers", int64_t(0));
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(cat(threads, " threads"));
+      const Logits off = run(program, false, threads), on = run(program, true, threads);
+      EXPECT_EQ(off.folded_prefill, 0u);
+      // Per layer: the two norms into q/k/v and gate/up, silu_mul into down; the final norm.
+      EXPECT_EQ(on.folded_prefill, size_t(3 * layers + 1));
+      EXPECT_EQ(on.folded_decode, size_t(3 * layers + 1));
+      ASSERT_FALSE(on.prompt.empty());
+      EXPECT_TRUE(same_bits(on.prompt, off.prompt));
+      EXPECT_TRUE(same_bits(on.decode, off.decode));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hfstatic
