@@ -235,9 +235,8 @@ OpSignature check_rope(const std::vector<OpOperand>& in, const json& attrs) {
 
 Status run_rope(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void* p) {
   const auto& a = *static_cast<const RopeAttrs*>(p);
-  std::memcpy(out[0].data, in[0].data, size_t(numel(in[0])) * sizeof(float));
   int64_t rows = in[0].dim(1), heads = in[0].dim(2) / a.head_dim;
-  kernels::rope(out[0].as<float>(), rows, heads, a.head_dim, in[1].as<int64_t>(), a.inv_freq.data());
+  kernels::rope(in[0].as<float>(), out[0].as<float>(), rows, heads, a.head_dim, in[1].as<int64_t>(), a.inv_freq.data());
   return {};
 }
 
@@ -300,14 +299,14 @@ Status run_cache_write(const std::vector<Tensor>& in, const std::vector<Tensor>&
   if (counter < 0 || counter > context - real)
     return Status::error(cat("counter ", counter, " with ", real, " real rows does not fit the cache of ", context, " slots"));
   const size_t elem = dtype_size(in[2].dtype);
-  for (size_t which : {0, 1}) {
-    const float* src = in[which].as<float>();
-    uint8_t* cache = in[2 + which].as<uint8_t>();
-    for (int64_t r = 0; r < real; ++r)
-      for (int64_t h = 0; h < heads; ++h)
-        kernels::store_row(src + (r * heads + h) * head_dim, head_dim,
-                           cache + size_t((h * context + counter + r) * head_dim) * elem, in[2].dtype);
-  }
+  // Items (k or v, row, head), a head's row each, shared out to the threads.
+  parallel_for(2 * real * heads, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t which = item / (real * heads), r = item / heads % real, h = item % heads;
+      kernels::store_row(in[which].as<float>() + (r * heads + h) * head_dim, head_dim,
+                         in[2 + which].as<uint8_t>() + size_t((h * context + counter + r) * head_dim) * elem, in[2].dtype);
+    }
+  });
   counter += real;
   return {};
 }

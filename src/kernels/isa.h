@@ -30,7 +30,8 @@ struct KernelTable {
   void (*linear_group)(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count,
                        const LinearFusion* fusion);
   void (*rms_norm)(const float* x, int64_t rows, int64_t n, const void* w, DType w_type, float eps, float* y);
-  void (*rope)(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int64_t* positions, const float* inv_freq);
+  void (*rope)(const float* x, float* y, int64_t rows, int64_t heads, int64_t head_dim, const int64_t* positions,
+               const float* inv_freq);
   void (*attention)(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
                     const void* k_cache, const void* v_cache, DType cache_type, int64_t max_context,
                     const float* mask, float scale, float* out);

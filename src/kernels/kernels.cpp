@@ -89,7 +89,8 @@ void rms_norm(const float* x, int64_t rows, int64_t n, const void* w, DType w_ty
   }
 }
 
-void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int64_t* positions, const float* inv_freq) {
+void rope(const float* x, float* y, int64_t rows, int64_t heads, int64_t head_dim, const int64_t* positions,
+          const float* inv_freq) {
   const int64_t half = head_dim / 2;
   std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
   for (int64_t r = 0; r < rows; ++r) {
@@ -100,11 +101,12 @@ void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int64_t
       sin_t[i] = float(std::sin(angle));
     }
     for (int64_t h = 0; h < heads; ++h) {
-      float* v = x + (r * heads + h) * head_dim;
+      const float* v = x + (r * heads + h) * head_dim;
+      float* o = y + (r * heads + h) * head_dim;
       for (int64_t i = 0; i < half; ++i) {
         float a = v[i], b = v[i + half];
-        v[i] = a * cos_t[i] - b * sin_t[i];
-        v[i + half] = b * cos_t[i] + a * sin_t[i];
+        o[i] = a * cos_t[i] - b * sin_t[i];
+        o[i + half] = b * cos_t[i] + a * sin_t[i];
       }
     }
   }
@@ -321,8 +323,9 @@ std::vector<PrefetchRange> linear_group_first_reads(int64_t rows, int64_t in, co
 void rms_norm(const float* x, int64_t rows, int64_t n, const void* w, DType w_type, float eps, float* y) {
   active().table->rms_norm(x, rows, n, w, w_type, eps, y);
 }
-void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int64_t* positions, const float* inv_freq) {
-  active().table->rope(x, rows, heads, head_dim, positions, inv_freq);
+void rope(const float* x, float* y, int64_t rows, int64_t heads, int64_t head_dim, const int64_t* positions,
+          const float* inv_freq) {
+  active().table->rope(x, y, rows, heads, head_dim, positions, inv_freq);
 }
 void attention(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, const void* k_cache,
                const void* v_cache, DType cache_type, int64_t max_context, const float* mask, float scale, float* out) {

@@ -51,9 +51,10 @@ std::vector<PrefetchRange> linear_group_first_reads(int64_t rows, int64_t in, co
 // y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w, for rows of length n.
 void rms_norm(const float* x, int64_t rows, int64_t n, const void* w, DType w_type, float eps, float* y);
 
-// Rotates pairs (i, i + half) of each head of x[rows, heads * head_dim] in place, HF rotate_half
-// style, with angle positions[r] * inv_freq[i].
-void rope(float* x, int64_t rows, int64_t heads, int64_t head_dim, const int64_t* positions, const float* inv_freq);
+// y = x[rows, heads * head_dim] with the pairs (i, i + half) of each head rotated, HF
+// rotate_half style, by angle positions[r] * inv_freq[i]; y may be x.
+void rope(const float* x, float* y, int64_t rows, int64_t heads, int64_t head_dim, const int64_t* positions,
+          const float* inv_freq);
 
 // Scaled dot-product attention of q[rows, n_heads * D] over the first `columns` slots of
 // caches [n_kv_heads, max_context, D] with additive mask[rows, max_context]. A row whose mask

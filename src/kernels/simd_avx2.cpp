@@ -59,6 +59,8 @@ struct S {
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V div(V a, V b) { return _mm256_div_ps(a, b); }
   static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  // Every lane of v is c (a NaN lane is not).
+  static bool all_equal(V v, float c) { return _mm256_movemask_ps(_mm256_cmp_ps(v, set1(c), _CMP_NEQ_UQ)) == 0; }
   // out[0..4) = the sums of a, b, c and d.
   static void reduce_add4(V a, V b, V c, V d, float* out) {
     const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));

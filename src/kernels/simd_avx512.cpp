@@ -46,6 +46,8 @@ struct S {
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V div(V a, V b) { return _mm512_div_ps(a, b); }
   static V max(V a, V b) { return _mm512_max_ps(a, b); }
+  // Every lane of v is c (a NaN lane is not).
+  static bool all_equal(V v, float c) { return _mm512_cmp_ps_mask(v, set1(c), _CMP_NEQ_UQ) == 0; }
   // out[0..4) = the sums of a, b, c and d.
   static __m256 fold(V v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
   static void reduce_add4(V a, V b, V c, V d, float* out) {

@@ -348,23 +348,29 @@ TEST(Kernels, RopeMatchesScalar) {
       for (int64_t i = 0; i < half; ++i) inv[size_t(i)] = float(1.0 / std::pow(10000.0, double(2 * i) / double(head_dim)));
       std::vector<int64_t> pos(static_cast<size_t>(rows));
       for (int64_t r = 0; r < rows; ++r) pos[size_t(r)] = (r * 37 + 5) % 500;
-      std::vector<float> x = random_floats(rng, size_t(rows * heads * head_dim));
-      std::vector<float> want = x;
-      ref.rope(want.data(), rows, heads, head_dim, pos.data(), inv.data());
+      const std::vector<float> x = random_floats(rng, size_t(rows * heads * head_dim));
+      std::vector<float> want(x.size());
+      ref.rope(x.data(), want.data(), rows, heads, head_dim, pos.data(), inv.data());
+      std::vector<float> in_place = x;  // the scalar kernel in place gives the same
+      ref.rope(in_place.data(), in_place.data(), rows, heads, head_dim, pos.data(), inv.data());
+      expect_close(in_place, want, {}, 0.0f, "scalar rope in place head_dim=" + std::to_string(head_dim));
       for (Isa isa : simd_isas())
         for (int threads : kThreads)
           for (int rep = 0; rep < 2; ++rep) {  // the second call reuses the cached table
-            std::vector<float> got = x;
-            with_threads(threads, [&] { kernel_table(isa)->rope(got.data(), rows, heads, head_dim, pos.data(), inv.data()); });
+            std::vector<float> got(x.size(), 12345.0f), got_in_place = x;
+            with_threads(threads, [&] {
+              kernel_table(isa)->rope(x.data(), got.data(), rows, heads, head_dim, pos.data(), inv.data());
+              kernel_table(isa)->rope(got_in_place.data(), got_in_place.data(), rows, heads, head_dim, pos.data(), inv.data());
+            });
             expect_close(got, want, {}, 1e-6f, label(isa, threads) + " rope head_dim=" + std::to_string(head_dim));
+            expect_close(got_in_place, want, {}, 1e-6f, label(isa, threads) + " rope in place head_dim=" + std::to_string(head_dim));
           }
       // Different positions with the same frequencies must not reuse the table.
       for (auto& p : pos) p += 1;
-      std::vector<float> want2 = x, got2 = x;
-      ref.rope(want2.data(), rows, heads, head_dim, pos.data(), inv.data());
+      std::vector<float> want2(x.size()), got2(x.size());
+      ref.rope(x.data(), want2.data(), rows, heads, head_dim, pos.data(), inv.data());
       for (Isa isa : simd_isas()) {
-        got2 = x;
-        kernel_table(isa)->rope(got2.data(), rows, heads, head_dim, pos.data(), inv.data());
+        kernel_table(isa)->rope(x.data(), got2.data(), rows, heads, head_dim, pos.data(), inv.data());
         expect_close(got2, want2, {}, 1e-6f, std::string(isa_name(isa)) + " rope after position change");
       }
     }
