@@ -61,10 +61,10 @@ void Method::fold_into_linear_steps(const std::vector<bool>& is_output) {
       if (readers[id].empty() || readers[id].back() != ni) readers[id].push_back(ni);
   std::vector<Step> steps;
   for (const Step& step : steps_) {
-    const size_t x = nodes_[step.first].inputs[0];
-    const auto in_step = [&](size_t n) { return n >= step.first && n < step.first + step.count; };
     if (nodes_[step.first].op == linear && !steps.empty() && steps.back().count == 1 && !steps.back().folded) {
+      const size_t x = nodes_[step.first].inputs[0];
       const Node& before = nodes_[steps.back().first];
+      const auto in_step = [&](size_t n) { return n >= step.first && n < step.first + step.count; };
       if (folds_into_linear(before.op) && before.outputs[0] == x && !is_output[x] &&
           std::all_of(readers[x].begin(), readers[x].end(), in_step)) {
         steps.back().count += step.count;
