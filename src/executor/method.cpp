@@ -44,6 +44,13 @@ uint64_t plan_arena(std::vector<Interval*>& items) {
   return total;
 }
 
+// Value id is no method output and only nodes [first, end) read it (readers: the nodes reading
+// each value).
+bool read_only_within(const std::vector<std::vector<size_t>>& readers, const std::vector<bool>& is_output, size_t id,
+                      size_t first, size_t end) {
+  return !is_output[id] && std::all_of(readers[id].begin(), readers[id].end(), [&](size_t n) { return n >= first && n < end; });
+}
+
 std::atomic<bool>& op_folding_switch() {
   static std::atomic<bool> enabled = env_switch_on("HFSTATIC_FOLD");
   return enabled;
@@ -53,20 +60,15 @@ std::atomic<bool>& op_folding_switch() {
 bool op_folding_enabled() { return op_folding_switch().load(std::memory_order_relaxed); }
 void set_op_folding_enabled(bool enabled) { op_folding_switch().store(enabled, std::memory_order_relaxed); }
 
-void Method::fold_into_linear_steps(const std::vector<bool>& is_output) {
+void Method::fold_into_linear_steps(const std::vector<std::vector<size_t>>& readers, const std::vector<bool>& is_output) {
   const OpDef* linear = find_op("linear");
-  std::vector<std::vector<size_t>> readers(values_.size());
-  for (size_t ni = 0; ni < nodes_.size(); ++ni)
-    for (size_t id : nodes_[ni].inputs)
-      if (readers[id].empty() || readers[id].back() != ni) readers[id].push_back(ni);
   std::vector<Step> steps;
   for (const Step& step : steps_) {
     if (nodes_[step.first].op == linear && !steps.empty() && steps.back().count == 1 && !steps.back().folded) {
       const size_t x = nodes_[step.first].inputs[0];
       const Node& before = nodes_[steps.back().first];
-      const auto in_step = [&](size_t n) { return n >= step.first && n < step.first + step.count; };
-      if (folds_into_linear(before.op) && before.outputs[0] == x && !is_output[x] &&
-          std::all_of(readers[x].begin(), readers[x].end(), in_step)) {
+      if (folds_into_linear(before.op) && before.outputs[0] == x &&
+          read_only_within(readers, is_output, x, step.first, step.first + step.count)) {
         steps.back().count += step.count;
         steps.back().folded = true;
         continue;
@@ -234,7 +236,11 @@ std::shared_ptr<const Method> Method::load(std::shared_ptr<const Program> progra
 
   std::vector<bool> is_output(m->values_.size(), false);
   for (const Output& o : m->outputs_) is_output[o.value] = true;
-  if (op_folding_enabled()) m->fold_into_linear_steps(is_output);
+  std::vector<std::vector<size_t>> readers(m->values_.size());
+  for (size_t ni = 0; ni < m->nodes_.size(); ++ni)
+    for (size_t id : m->nodes_[ni].inputs)
+      if (readers[id].empty() || readers[id].back() != ni) readers[id].push_back(ni);
+  if (op_folding_enabled()) m->fold_into_linear_steps(readers, is_output);
   std::vector<size_t> step_of(m->nodes_.size() + 1);
   for (size_t si = 0; si < m->steps_.size(); ++si)
     for (size_t k = 0; k < m->steps_[si].count; ++k) step_of[m->steps_[si].first + k] = si;
@@ -242,27 +248,19 @@ std::shared_ptr<const Method> Method::load(std::shared_ptr<const Program> progra
 
   // Steps of row-wise nodes whose one value read outside the step is a [1, T, N] method output
   // that no node reads.
-  std::vector<bool> read(m->values_.size(), false);
-  std::vector<size_t> read_in_step(m->values_.size(), SIZE_MAX);  // the step of its only reader
-  for (size_t ni = 0; ni < m->nodes_.size(); ++ni)
-    for (size_t id : m->nodes_[ni].inputs) {
-      read_in_step[id] = read[id] && read_in_step[id] != step_of[ni] ? SIZE_MAX - 1 : step_of[ni];
-      read[id] = true;
-    }
   for (size_t i = 0; i < m->outputs_.size(); ++i) {
     if (spec->outputs[i].memory == OutputMemory::Alias) continue;
     const size_t id = m->outputs_[i].value;
     const Value& v = m->values_[id];
-    if (v.shape.size() != 3 || v.shape[0] != 1 || read[id]) continue;
-    for (size_t si = 0; si < m->steps_.size(); ++si) {
-      Step& step = m->steps_[si];
+    if (v.shape.size() != 3 || v.shape[0] != 1 || !readers[id].empty()) continue;
+    for (Step& step : m->steps_) {
       bool produces = false, sliceable = true;
       for (size_t k = step.first; k < step.first + step.count; ++k) {
         const Node& node = m->nodes_[k];
         sliceable = sliceable && node.op->row_wise;
         for (size_t out : node.outputs) {
           if (out == id) produces = true;
-          else sliceable = sliceable && !is_output[out] && (!read[out] || read_in_step[out] == si);
+          else sliceable = sliceable && read_only_within(readers, is_output, out, step.first, step.first + step.count);
         }
       }
       if (produces && sliceable) step.sliceable_output = i;

@@ -76,7 +76,7 @@ class Method {
     // only value of the step read outside it: run() may compute only the rows the caller wants.
     size_t sliceable_output = SIZE_MAX;
   };
-  void fold_into_linear_steps(const std::vector<bool>& is_output);
+  void fold_into_linear_steps(const std::vector<std::vector<size_t>>& readers, const std::vector<bool>& is_output);
 
   std::shared_ptr<const Program> program_;
   const MethodSpec* spec_ = nullptr;
