@@ -48,6 +48,8 @@ struct S {
   static V max(V a, V b) { return _mm512_max_ps(a, b); }
   // Every lane of v is c (a NaN lane is not).
   static bool all_equal(V v, float c) { return _mm512_cmp_ps_mask(v, set1(c), _CMP_NEQ_UQ) == 0; }
+  // x, with c in the lanes where m is c.
+  static V masked_fill(V x, V m, float c) { return _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(m, set1(c), _CMP_EQ_OQ), m); }
   // out[0..4) = the sums of a, b, c and d.
   static __m256 fold(V v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
   static void reduce_add4(V a, V b, V c, V d, float* out) {

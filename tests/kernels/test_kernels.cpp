@@ -473,41 +473,56 @@ TEST(Kernels, AttentionIgnoresWhatMaskedSlotsHold) {
     }
 }
 
-// A value row that overflowed (infinity in a float16 cache) is seen by the rows from its slot
-// on; the earlier rows, processed in the same blocks and tiles, must not pick it up.
-TEST(Kernels, AttentionKeepsAnInfiniteValueToTheRowsThatSeeIt) {
+// A key or value row that overflowed (infinity in a float16 cache) reaches only the rows that
+// see its slot; the others, processed in the same blocks and tiles, must not pick it up: those
+// before the slot, and those after it whose mask has a hole there (an infinite score plus the
+// mask's -inf would be NaN: a masked slot is -inf whatever it holds).
+TEST(Kernels, AttentionKeepsAnInfiniteKeyOrValueToTheRowsThatSeeIt) {
   std::mt19937 rng(16);
   const auto& ref = *kernel_table(Isa::Scalar);
-  const int64_t n_heads = 6, n_kv = 2, head_dim = 64, context = 40, rows = 24, bad_slot = 9;
-  for (DType ct : {DType::F32, DType::F16}) {
-    const size_t cache_n = size_t(n_kv * context * head_dim);
-    Stored kc = stored(rng, cache_n, ct), vc = stored(rng, cache_n, ct);
-    const float inf = std::numeric_limits<float>::infinity();
-    for (int64_t g = 0; g < n_kv; ++g)
-      convert_floats(&inf, DType::F32, vc.bytes.data() + size_t((g * context + bad_slot) * head_dim + 5) * dtype_size(ct), ct, 1);
-    std::vector<float> q = random_floats(rng, size_t(rows * n_heads * head_dim));
-    std::vector<float> mask(size_t(rows * context), kNegInf);  // causal: row r sees [0, r]
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j <= r; ++j) mask[size_t(r * context + j)] = 0.0f;
-    std::vector<float> want(q.size());
-    ref.attention(q.data(), rows, n_heads, n_kv, head_dim, kc.bytes.data(), vc.bytes.data(), ct, context, mask.data(), 0.125f,
-                  want.data());
-    const size_t before = size_t(bad_slot * n_heads * head_dim);  // outputs of the rows before the slot
-    for (size_t i = 0; i < before; ++i) ASSERT_TRUE(std::isfinite(want[i])) << i;
-    ASSERT_FALSE(std::isfinite(want[before + 5])) << "the row at the slot sees the infinity";
-    for (Isa isa : simd_isas())
-      for (int threads : kThreads) {
-        std::vector<float> got(q.size(), 99.0f);
-        with_threads(threads, [&] {
-          kernel_table(isa)->attention(q.data(), rows, n_heads, n_kv, head_dim, kc.bytes.data(), vc.bytes.data(), ct, context,
-                                       mask.data(), 0.125f, got.data());
-        });
-        const std::string what = label(isa, threads) + " attention with an infinite value, " + dtype_name(ct);
-        expect_close(std::vector<float>(got.begin(), got.begin() + std::ptrdiff_t(before)),
-                     std::vector<float>(want.begin(), want.begin() + std::ptrdiff_t(before)), {}, 5e-6f, what);
-        EXPECT_FALSE(std::isfinite(got[before + 5])) << what;
-      }
-  }
+  const int64_t n_heads = 6, n_kv = 2, head_dim = 64, context = 40, rows = 24;
+  // Slots at different lanes of a vector, the hole's rows reaching one to three vectors past it.
+  for (int64_t bad_slot : {1, 4, 9, 15})
+  for (bool in_keys : {false, true})
+    for (DType ct : {DType::F32, DType::F16}) {
+      const int64_t hole_from = bad_slot + 3;
+      auto sees_bad_slot = [&](int64_t r) { return r >= bad_slot && r < hole_from; };
+      const size_t cache_n = size_t(n_kv * context * head_dim);
+      Stored kc = stored(rng, cache_n, ct), vc = stored(rng, cache_n, ct);
+      const float inf = std::numeric_limits<float>::infinity();
+      Stored& bad = in_keys ? kc : vc;
+      for (int64_t g = 0; g < n_kv; ++g)
+        convert_floats(&inf, DType::F32, bad.bytes.data() + size_t((g * context + bad_slot) * head_dim + 5) * dtype_size(ct), ct, 1);
+      std::vector<float> q = random_floats(rng, size_t(rows * n_heads * head_dim));
+      // Causal (row r sees [0, r]), but the rows from hole_from on do not see the bad slot.
+      std::vector<float> mask(size_t(rows * context), kNegInf);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j <= r; ++j) mask[size_t(r * context + j)] = j == bad_slot && r >= hole_from ? kNegInf : 0.0f;
+      std::vector<float> want(q.size());
+      ref.attention(q.data(), rows, n_heads, n_kv, head_dim, kc.bytes.data(), vc.bytes.data(), ct, context, mask.data(), 0.125f,
+                    want.data());
+      const size_t row_size = size_t(n_heads * head_dim);
+      for (int64_t r = 0; r < rows; ++r)
+        for (size_t i = 0; i < row_size && !sees_bad_slot(r); ++i) ASSERT_TRUE(std::isfinite(want[size_t(r) * row_size + i])) << r;
+      if (!in_keys) ASSERT_FALSE(std::isfinite(want[size_t(bad_slot) * row_size + 5])) << "the row at the slot sees the value";
+      for (Isa isa : simd_isas())
+        for (int threads : kThreads) {
+          std::vector<float> got(q.size(), 99.0f);
+          with_threads(threads, [&] {
+            kernel_table(isa)->attention(q.data(), rows, n_heads, n_kv, head_dim, kc.bytes.data(), vc.bytes.data(), ct, context,
+                                         mask.data(), 0.125f, got.data());
+          });
+          const std::string what = label(isa, threads) + " attention with an infinite " + (in_keys ? "key" : "value") +
+                                   " at slot " + std::to_string(bad_slot) + ", " + dtype_name(ct);
+          for (int64_t r = 0; r < rows; ++r) {
+            const auto row = [&](const std::vector<float>& v) {
+              return std::vector<float>(v.begin() + std::ptrdiff_t(size_t(r) * row_size), v.begin() + std::ptrdiff_t(size_t(r + 1) * row_size));
+            };
+            if (!sees_bad_slot(r)) expect_close(row(got), row(want), {}, 5e-6f, what + ", row " + std::to_string(r));
+            else if (!in_keys) EXPECT_FALSE(std::isfinite(got[size_t(r) * row_size + 5])) << what << ", row " << r;
+          }
+        }
+    }
 }
 
 TEST(Kernels, ElementwiseMatchScalar) {
