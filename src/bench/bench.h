@@ -53,6 +53,9 @@ struct PeakResult {
   std::string isa;
 };
 PeakResult measure_peak(ThreadPool* pool);
+// Best of `runs` short runs of independent FMAs on every thread of `pool` (none: one thread),
+// GFLOP/s with the active ISA: measure_peak's fma_gflops, which takes 50.
+double fma_peak_gflops(ThreadPool* pool, int runs);
 
 // ---- cost model ---------------------------------------------------------------------------
 

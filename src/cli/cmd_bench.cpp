@@ -58,6 +58,11 @@ int run_bench_command(const std::vector<std::string>& argv) {
                 pp["gflops"].get<double>());
     if (ceil) std::printf("  %5.1f%% of FMA peak", 100 * pp["fraction_of_peak"].get<double>());
     std::printf("  cpu %.0f%%\n", 100 * pp["cpu_share"].get<double>());
+    if (pp.contains("fraction_of_peak_paired")) {
+      const auto& f = pp["fraction_of_peak_paired"];
+      std::printf("         each prefill run against an FMA peak measured right after it: %.1f%% (%.1f .. %.1f)\n",
+                  100 * f["median"].get<double>(), 100 * f["min"].get<double>(), 100 * f["max"].get<double>());
+    }
   }
   if (j.contains("tg")) {
     const auto& tg = j["tg"];

@@ -65,6 +65,7 @@ TEST(Bench, ReportsThroughputCeilingsAndRatiosThatAgree) {
   EXPECT_NEAR(tg["fraction_of_bandwidth"].get<double>(), tg["gbps"].get<double>() / mc["read_gbps"].get<double>(), 1e-9);
   EXPECT_NEAR(pp["fraction_of_peak"].get<double>(), pp["gflops"].get<double>() / mc["fma_gflops"].get<double>(), 1e-9);
   expect_stats(tg["fraction_of_bandwidth_paired"], "paired decode/bandwidth ratio");
+  expect_stats(pp["fraction_of_peak_paired"], "paired prefill/FMA peak ratio");
   // Huge-page shares: fractions where smaps is readable, null where not.
   for (const json* f : {&j["load"]["huge_page_fraction"], &mc["bandwidth_huge_page_fraction"]}) {
     ASSERT_TRUE(f->is_null() || f->is_number()) << f->dump();
@@ -88,6 +89,7 @@ TEST(Bench, WithoutCeilingsThereAreNoRatios) {
   EXPECT_FALSE(j["tg"].contains("fraction_of_bandwidth"));
   EXPECT_FALSE(j["tg"].contains("fraction_of_bandwidth_paired"));
   EXPECT_FALSE(j["pp"].contains("fraction_of_peak"));
+  EXPECT_FALSE(j["pp"].contains("fraction_of_peak_paired"));
 }
 
 // The logits' matrix is multiplied once a step (the IOManager computes the last real row
