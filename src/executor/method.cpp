@@ -71,6 +71,7 @@ void Method::fold_into_linear_steps(const std::vector<std::vector<size_t>>& read
           read_only_within(readers, is_output, x, step.first, step.first + step.count)) {
         steps.back().count += step.count;
         steps.back().folded = true;
+        values_[x].storage = Storage::Folded;
         continue;
       }
     }
@@ -344,6 +345,7 @@ Status Execution::run(ThreadPool* pool) {
       case Method::Storage::Weight: data = const_cast<uint8_t*>(v.weight); break;
       case Method::Storage::Arena: data = static_cast<uint8_t*>(arena_.data()) + v.offset; break;
       case Method::Storage::Unplanned: data = outputs_[v.index]; break;
+      case Method::Storage::Folded: break;
     }
     return Tensor{data, v.dtype, &v.shape};
   };
@@ -395,7 +397,7 @@ Status Execution::run(ThreadPool* pool) {
           for (Tensor& t : *list) {
             const Shape& shape = *t.shape;
             if (shape.size() != 3 || shape[0] != 1 || shape[1] != rows) continue;
-            t.data = static_cast<uint8_t*>(t.data) + size_t(begin * shape[2]) * dtype_size(t.dtype);
+            if (t.data) t.data = static_cast<uint8_t*>(t.data) + size_t(begin * shape[2]) * dtype_size(t.dtype);
             slices[next] = Shape{1, end - begin, shape[2]};
             t.shape = &slices[next++];
           }

@@ -45,7 +45,8 @@ class Method {
 
  private:
   friend class Execution;
-  enum class Storage { Input, Weight, Arena, Unplanned };
+  // Folded: the output of a node folded into the step that alone reads it, never stored.
+  enum class Storage { Input, Weight, Arena, Unplanned, Folded };
   struct Value {
     std::string name;
     DType dtype;

@@ -728,6 +728,44 @@ TEST_F(ExecutorErrors, NormAndSiluMulFoldIntoTheLinearsOnlyWhenNothingElseReadsT
     }
 }
 
+// A folded value is computed inside the step that reads it and never stored: it takes no
+// arena space (here the arena holds y alone), where unfolded it is live with y.
+TEST_F(ExecutorErrors, AFoldedValueTakesNoArenaSpace) {
+  const int64_t T = 8, N = 512, O = 16;
+  Graph g;
+  g.in("x", DType::F32, {1, T, N}).weight("g", {N}, std::vector<float>(size_t(N), 1.0f));
+  g.weight("w", {O, N}, std::vector<float>(size_t(O * N), 0.5f));
+  g.val("h", DType::F32, {1, T, N}).val("y", DType::F32, {1, T, O});
+  g.node("rms_norm", {"x", "g"}, {"h"}, {{"eps", 1e-5}}).node("linear", {"h", "w"}, {"y"});
+  g.out("y", "y", OutputMemory::Planned);
+  const uint64_t h_bytes = uint64_t(T * N) * sizeof(float), y_bytes = uint64_t(T * O) * sizeof(float);
+  const bool was = op_folding_enabled();
+  set_op_folding_enabled(false);
+  auto unfolded = load(g);
+  set_op_folding_enabled(true);
+  auto folded = load(g);
+  set_op_folding_enabled(was);
+  ASSERT_EQ(unfolded->num_folded_steps(), 0u);
+  ASSERT_EQ(folded->num_folded_steps(), 1u);
+  EXPECT_GE(unfolded->arena_bytes(), h_bytes + y_bytes);
+  EXPECT_EQ(folded->arena_bytes(), y_bytes);
+  // Both give y = 0.5 * sum(x / rms(x)) for every feature.
+  std::vector<float> x(size_t(T * N));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::cos(0.37 * double(i)));
+  for (const auto& method : {unfolded, folded}) {
+    Execution ex(method);
+    ex.bind_input(0, x.data());
+    ASSERT_TRUE(ex.run(nullptr).ok());
+    const float* y = static_cast<const float*>(ex.output_data(0));
+    for (int64_t r = 0; r < T; ++r) {
+      double ss = 0, sum = 0;
+      for (int64_t i = 0; i < N; ++i) ss += double(x[size_t(r * N + i)]) * x[size_t(r * N + i)], sum += x[size_t(r * N + i)];
+      const double want = 0.5 * sum / std::sqrt(ss / N + 1e-5);
+      for (int64_t o = 0; o < O; ++o) ASSERT_NEAR(y[r * O + o], want, 1e-4 * (1.0 + std::fabs(want))) << r << " " << o;
+    }
+  }
+}
+
 TEST_F(ExecutorErrors, RowsOfANonActivationOutputCannotBeLimited) {
   Graph g;
   g.in("x", DType::F32, {1, 1, 2, 4}).val("y", DType::F32, {1, 1, 2, 4}).node("copy", {"x"}, {"y"});
