@@ -84,7 +84,8 @@ size_t Method::num_folded_steps() const {
   return size_t(std::count_if(steps_.begin(), steps_.end(), [](const Step& s) { return s.folded; }));
 }
 
-std::shared_ptr<const Method> Method::load(std::shared_ptr<const Program> program, const std::string& name) {
+std::shared_ptr<const Method> Method::load(std::shared_ptr<const Program> program, const std::string& name,
+                                          const RuntimeOptions& options) {
   const MethodSpec* spec = program->spec().find_method(name);
   if (!spec) fail("program has no method '", name, "'");
   auto m = std::shared_ptr<Method>(new Method());

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "executor/ops.h"
+#include "executor/runtime_options.h"
 #include "format/program.h"
 #include "kernels/parallel.h"
 #include "util/buffer_allocator.h"
@@ -24,7 +25,8 @@ void set_op_folding_enabled(bool enabled);
 class Method {
  public:
   // Validates and plans `name` of `program`; throws Error "method 'NAME' ...: problem".
-  static std::shared_ptr<const Method> load(std::shared_ptr<const Program> program, const std::string& name);
+  static std::shared_ptr<const Method> load(std::shared_ptr<const Program> program, const std::string& name,
+                                            const RuntimeOptions& options = {});
 
   const std::string& name() const { return spec_->name; }
   const MethodSpec& spec() const { return *spec_; }

@@ -39,7 +39,7 @@ ExportSummary export_program(const std::string& dir, const std::string& out_path
   }
   writer.add_file("config.json", ckpt.raw_config().dump(2));
   writer.write(out_path, options.progress);
-  summary.file_bytes = Program::load(out_path)->file_size();
+  summary.file_bytes = Program::load(out_path, PagePolicy::Plain)->file_size();
   return summary;
 }
 

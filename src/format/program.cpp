@@ -5,7 +5,9 @@
 
 namespace hfstatic {
 
-std::shared_ptr<const Program> Program::load(const std::string& path) { return load_mapped(MappedFile::open(path)); }
+std::shared_ptr<const Program> Program::load(const std::string& path, PagePolicy policy) {
+  return load_mapped(MappedFile::open(path, policy));
+}
 
 std::shared_ptr<const Program> Program::load_memory(const uint8_t* data, size_t size, const std::string& name) {
   return load_mapped(MappedFile::borrow(data, size, name));
@@ -53,7 +55,7 @@ uint64_t Program::weight_bytes() const {
 }
 
 std::string program_embedded_file(const std::string& program_path, const std::string& name) {
-  return Program::load(program_path)->embedded_file(name);
+  return Program::load(program_path, PagePolicy::Plain)->embedded_file(name);
 }
 
 namespace {

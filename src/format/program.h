@@ -17,7 +17,7 @@ struct WeightRef {
 class Program {
  public:
   // Maps `path`, validates the container and the program spec's structure; throws Error.
-  static std::shared_ptr<const Program> load(const std::string& path);
+  static std::shared_ptr<const Program> load(const std::string& path, PagePolicy policy = PagePolicy::HugePages);
   // The same checks over bytes that outlive the program (e.g. a program linked into the binary).
   static std::shared_ptr<const Program> load_memory(const uint8_t* data, size_t size, const std::string& name);
 

@@ -93,8 +93,10 @@ void Runner::rewind(size_t n) {
 }
 
 GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const GenerationConfig& config,
-                                         const std::function<bool(int64_t)>& on_token) {
-  return generate_impl(prompt, config, on_token, {});
+                                         const std::function<bool(int64_t)>& on_token,
+                                         const std::function<void(const std::string&)>& on_text) {
+  if (on_text && !tokenizer_) fail("streaming text needs a tokenizer; this program has none");
+  return generate_impl(prompt, config, on_token, on_text);
 }
 
 GenerationResult Runner::generate_impl(std::span<const int64_t> prompt, const GenerationConfig& config,

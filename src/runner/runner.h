@@ -60,8 +60,10 @@ class Runner {
   // Continues the conversation from the current position with `prompt`. Throws Error before
   // running anything when the prompt does not fit (numbers in the message) or is invalid.
   // on_token(id) is called for each sampled token; return false to stop.
+  // on_text, when given, receives the decoded text as generate() streams it (needs a tokenizer).
   GenerationResult generate_tokens(std::span<const int64_t> prompt, const GenerationConfig& config,
-                                   const std::function<bool(int64_t)>& on_token = {});
+                                   const std::function<bool(int64_t)>& on_token = {},
+                                   const std::function<void(const std::string&)>& on_text = {});
   // Text in, text out; on_text receives the decoded text piece by piece (never a partial UTF-8
   // sequence, never a piece of a stop string). Needs a tokenizer.
   GenerationResult generate(const std::string& prompt, const GenerationConfig& config,

@@ -66,7 +66,7 @@ void prefer_huge_pages(int fd, const uint8_t** data, size_t size) {
 
 }  // namespace
 
-MappedFile MappedFile::open(const std::string& path) {
+MappedFile MappedFile::open(const std::string& path, PagePolicy policy) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
   struct stat st {};
@@ -90,7 +90,7 @@ MappedFile MappedFile::open(const std::string& path) {
       fail(path, ": cannot mmap: ", std::strerror(e));
     }
     f.data_ = static_cast<const uint8_t*>(p);
-    prefer_huge_pages(fd, &f.data_, f.size_);
+    if (policy == PagePolicy::HugePages) prefer_huge_pages(fd, &f.data_, f.size_);
   }
   ::close(fd);
   return f;

@@ -6,12 +6,16 @@
 
 namespace hfstatic {
 
+// How a mapping's pages are backed. HugePages advises huge pages (util/huge_pages.h): pages the
+// kernel reads in for the mapping then come in 2 MiB folios where it can, and a large file
+// cached in small folios is dropped from the page cache once so that it comes back in huge
+// ones. Worth it for a program's weights, read every token; not for a file read once.
+enum class PagePolicy { Plain, HugePages };
+
 class MappedFile {
  public:
-  // Maps the whole file read-only, advising huge pages (util/huge_pages.h): pages the kernel
-  // reads in for the mapping then come in 2 MiB folios where it can. Throws Error naming the
-  // path on failure.
-  static MappedFile open(const std::string& path);
+  // Maps the whole file read-only. Throws Error naming the path on failure.
+  static MappedFile open(const std::string& path, PagePolicy policy = PagePolicy::Plain);
   // Wraps memory that outlives the object (e.g. data linked into the binary); nothing is unmapped.
   static MappedFile borrow(const uint8_t* data, size_t size, const std::string& name);
   MappedFile() = default;

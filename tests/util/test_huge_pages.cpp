@@ -71,7 +71,7 @@ TEST(PageUsage, OfAFileThisProcessMaps) {
     std::vector<char> data(bytes, 7);
     out.write(data.data(), std::streamsize(data.size()));
   }
-  MappedFile f = MappedFile::open(path);
+  MappedFile f = MappedFile::open(path, PagePolicy::HugePages);
   unsigned sum = 0;
   for (size_t i = 0; i < f.size(); i += 4096) sum += f.data()[i];
   EXPECT_EQ(sum, 7u * unsigned((bytes + 4095) / 4096));
@@ -121,12 +121,12 @@ TEST(MappedFile, AFileCachedInSmallPagesReadsBackIntact) {
     ASSERT_EQ(::fsync(fd), 0);  // dirty pages could not be dropped
     ::close(fd);
   }
-  MappedFile f = MappedFile::open(path);
+  MappedFile f = MappedFile::open(path, PagePolicy::HugePages);
   ASSERT_EQ(f.size(), bytes);
   size_t mismatches = 0;
   for (size_t i = 0; i < bytes; ++i) mismatches += f.data()[i] != byte_at(i);
   EXPECT_EQ(mismatches, 0u);
-  MappedFile again = MappedFile::open(path);  // the second load finds whatever the first left
+  MappedFile again = MappedFile::open(path, PagePolicy::HugePages);  // the second load finds whatever the first left
   EXPECT_EQ(again.data()[bytes - 1], byte_at(bytes - 1));
   EXPECT_EQ(again.data()[size_t(33) << 20], byte_at(size_t(33) << 20));
 }

@@ -1,0 +1,17 @@
+// How a loaded program runs. The libraries read no environment variable: the CLI and the bench
+// fill these from HFSTATIC_ISA, HFSTATIC_FOLD, HFSTATIC_IDLE_PREFETCH and HFSTATIC_HUGE_PAGES.
+#pragma once
+#include <optional>
+
+#include "kernels/isa.h"
+
+namespace hfstatic {
+
+struct RuntimeOptions {
+  std::optional<kernels::Isa> isa;  // highest kernel ISA to use; nullopt: the best the CPU has
+  bool fold_ops = true;             // fold rms_norm / silu_mul into the linear step that reads it
+  bool idle_prefetch = true;        // threads that wait at a region's end prefetch the next's data
+  bool huge_pages = true;           // map the program in huge pages (util/huge_pages.h)
+};
+
+}  // namespace hfstatic
