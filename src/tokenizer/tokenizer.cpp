@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 #include "util/error.h"
@@ -1121,17 +1120,6 @@ std::optional<int32_t> Tokenizer::eos_id() const { return impl_->eos_id; }
 const std::string& Tokenizer::bos_token() const { return impl_->bos_token; }
 const std::string& Tokenizer::eos_token() const { return impl_->eos_token; }
 const std::string& Tokenizer::chat_template() const { return impl_->chat_template; }
-
-std::string Tokenizer::apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
-  if (impl_->chat_template.empty()) fail("tokenizer has no chat_template (tokenizer_config.json)");
-  json msgs = json::array();
-  for (const auto& m : messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
-  json context = {{"messages", msgs},
-                  {"add_generation_prompt", add_generation_prompt},
-                  {"bos_token", impl_->bos_token},
-                  {"eos_token", impl_->eos_token}};
-  return render_chat_template(impl_->chat_template, context);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Streaming decode
