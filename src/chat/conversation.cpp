@@ -25,7 +25,8 @@ std::vector<int64_t> Conversation::pending_tokens(bool& restart) {
   const std::string rendered = apply_chat_template(*tokenizer_, messages_, /*add_generation_prompt=*/true);
   restart = rendered.compare(0, seen_.size(), seen_) != 0;
   if (restart) seen_.clear();
-  const std::vector<int32_t> ids = tokenizer_->encode(std::string_view(rendered).substr(seen_.size()), /*add_special_tokens=*/false);
+  const std::string_view unseen = std::string_view(rendered).substr(seen_.size());
+  const std::vector<int32_t> ids = tokenizer_->encode(unseen, /*add_special_tokens=*/false);
   seen_ = rendered;
   return std::vector<int64_t>(ids.begin(), ids.end());
 }

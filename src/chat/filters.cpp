@@ -40,7 +40,8 @@ std::string change_case(const std::string& s, const std::string& how) {
 std::string replace_all(const std::string& s, const std::string& from, const std::string& to) {
   std::string r;
   size_t pos = 0;
-  for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size()) r += s.substr(pos, hit - pos) + to;
+  for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size())
+    r += s.substr(pos, hit - pos) + to;
   return r + s.substr(pos);
 }
 

@@ -31,8 +31,10 @@ bool contained_in(const Value& v, const Call& c) {
 
 bool letter_case(const Value& v, const Call& c) {
   if (!v.is_string()) return false;
-  for (char ch : v.str())
-    if (c.name == "lower" ? std::isupper(static_cast<unsigned char>(ch)) : std::islower(static_cast<unsigned char>(ch))) return false;
+  for (char ch : v.str()) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (c.name == "lower" ? std::isupper(u) : std::islower(u)) return false;
+  }
   return true;
 }
 
