@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -110,7 +111,7 @@ extern "C" int HFSTATIC_FUZZ_ENTRY(const uint8_t* data, size_t size) {
         nlohmann::json config = {{"chat_template", std::string(rest)}, {"bos_token", "<s>"}, {"eos_token", "</s>"}};
         Tokenizer tok = Tokenizer::from_json(tokenizer_json, config.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
         std::vector<ChatMessage> messages = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello."}, {"user", "Bye"}};
-        (void)tok.apply_chat_template(messages, true);
+        (void)apply_chat_template(tok, messages, true);
         break;
       }
       default:

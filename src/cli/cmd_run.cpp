@@ -4,6 +4,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "chat/conversation.h"
 #include "cli/args.h"
 #include "cli/default_program.h"
 #include "executor/method.h"
@@ -35,31 +36,28 @@ void print_piece(const std::string& piece) {
   std::fflush(stdout);
 }
 
-// Multi-turn chat on standard input, one user message per line. Each turn feeds only what the
-// model has not seen: the rendered conversation minus the text already fed, so the context
-// carries over from turn to turn (and starts over if the template rewrites earlier turns).
+// One chat turn: feeds what the model has not seen of the conversation (all of it again when the
+// template rewrote earlier turns), streams the reply and adds it to the conversation.
+GenerationResult chat_turn(Runner& runner, Conversation& conversation, const GenerationConfig& config) {
+  bool restart = false;
+  const std::vector<int64_t> ids = conversation.pending_tokens(restart);
+  if (restart) runner.reset();
+  GenerationResult result = runner.generate_tokens(ids, config, {}, print_piece);
+  conversation.add_assistant(result.tokens, result.text);
+  return result;
+}
+
+// Multi-turn chat on standard input, one user message per line; the context carries over from
+// turn to turn.
 GenerationResult chat_loop(Runner& runner, const GenerationConfig& config, const std::optional<std::string>& system) {
-  const Tokenizer& tokenizer = *runner.tokenizer();
-  std::vector<ChatMessage> messages;
-  if (system) messages.push_back({"system", *system});
-  std::string seen;  // text of every token in the context
+  Conversation conversation(*runner.tokenizer(), system);
   GenerationResult last;
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;
-    messages.push_back({"user", line});
-    const std::string rendered = tokenizer.apply_chat_template(messages, /*add_generation_prompt=*/true);
-    if (rendered.compare(0, seen.size(), seen) != 0) {
-      runner.reset();
-      seen.clear();
-    }
-    last = runner.generate(rendered.substr(seen.size()), config, print_piece, /*add_special_tokens=*/false);
+    conversation.add_user(line);
+    last = chat_turn(runner, conversation, config);
     std::printf("\n");
-    messages.push_back({"assistant", last.text});
-    std::vector<int32_t> reply;
-    for (int64_t t : last.tokens)
-      if (t < tokenizer.vocab_size()) reply.push_back(int32_t(t));
-    seen = rendered + tokenizer.decode(reply, /*skip_special=*/false);
   }
   return last;
 }
@@ -113,16 +111,14 @@ int run_run(const std::vector<std::string>& argv) {
     std::string prompt = args.get_or("--prompt", "And it came to pass");
     if (auto file = args.get("--file")) prompt = read_text_file(*file);
     if (!runner->tokenizer()) throw Error("this program has no tokenizer; give the prompt as --tokens ids");
-    bool add_special = true;
     if (args.has("--chat")) {
-      std::vector<ChatMessage> messages;
-      if (auto system = args.get("--system")) messages.push_back({"system", *system});
-      messages.push_back({"user", prompt});
-      prompt = runner->tokenizer()->apply_chat_template(messages, /*add_generation_prompt=*/true);
-      add_special = false;  // the template writes its own special tokens
+      Conversation conversation(*runner->tokenizer(), args.get("--system"));
+      conversation.add_user(prompt);
+      result = chat_turn(*runner, conversation, config);
+    } else {
+      std::fputs(prompt.c_str(), stdout);
+      result = runner->generate(prompt, config, print_piece);
     }
-    std::fputs(args.has("--chat") ? "" : prompt.c_str(), stdout);
-    result = runner->generate(prompt, config, print_piece, add_special);
     std::printf("\n");
   }
   if (args.has("--stats")) {

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_template.h"
 #include "runner/runner.h"
-#include "tokenizer/tokenizer.h"
 
 namespace hfstatic::server {
 

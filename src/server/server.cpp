@@ -9,6 +9,7 @@
 
 #include <httplib.h>
 
+#include "chat/conversation.h"
 #include "runner/runner.h"
 #include "server/openai.h"
 #include "server/slot_pool.h"
@@ -234,8 +235,7 @@ struct StreamJob {
   SlotLease lease;
   Runner* runner = nullptr;
   CompletionRequest request;
-  std::string prompt;
-  bool add_special = true;
+  std::vector<int64_t> prompt;
   std::string id;
   int64_t created = 0;
 };
@@ -246,17 +246,20 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
   const bool chat = endpoint == Endpoint::ChatCompletions;
   try {
     CompletionRequest r = parse_completion_request(req.body, endpoint, limits);
-    std::string prompt = r.prompt;
-    bool add_special = true;
+    std::vector<int64_t> prompt;
     if (chat) {
       try {
-        prompt = tokenizer->apply_chat_template(r.messages, /*add_generation_prompt=*/true);
+        Conversation conversation(*tokenizer, r.messages);
+        bool restart = false;
+        prompt = conversation.pending_tokens(restart);
       } catch (const std::exception& e) {
         throw ApiError(400, std::string("the chat template cannot render these messages: ") + e.what(), "messages");
       }
-      add_special = false;  // the template writes its own special tokens
+    } else {
+      const std::vector<int32_t> ids = tokenizer->encode(r.prompt, /*add_special_tokens=*/true);
+      prompt.assign(ids.begin(), ids.end());
     }
-    const size_t n_prompt = tokenizer->encode(prompt, add_special).size();
+    const size_t n_prompt = prompt.size();
     const char* prompt_param = chat ? "messages" : "prompt";
     if (n_prompt == 0) throw ApiError(400, "the prompt is empty", prompt_param);
     if (int64_t(n_prompt) > limits.max_context)
@@ -286,7 +289,7 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
       if (options.token_interval.count() > 0) on_text = [this](const std::string&) { pace(); };
       GenerationResult g;
       try {
-        g = runner.generate(prompt, r.config, on_text, add_special);
+        g = runner.generate_tokens(prompt, r.config, {}, on_text);
       } catch (const Error& e) {
         throw ApiError(400, e.what(), prompt_param);
       }
@@ -302,7 +305,6 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
     job->runner = &runner;
     job->request = std::move(r);
     job->prompt = std::move(prompt);
-    job->add_special = add_special;
     job->id = id;
     job->created = created;
     res.set_header("Cache-Control", "no-cache");
@@ -321,12 +323,12 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
       if (chat) send(sse_event(chat_chunk(job->id, job->created, model, "", std::nullopt, /*role_only=*/true)));
       GenerationResult g;
       try {
-        g = runner.generate(job->prompt, job->request.config, [&](const std::string& piece) {
+        g = runner.generate_tokens(job->prompt, job->request.config, {}, [&](const std::string& piece) {
           if (!alive) return;
           if (options.token_interval.count() > 0) pace();
           send(sse_event(chat ? chat_chunk(job->id, job->created, model, piece, std::nullopt)
                               : completion_chunk(job->id, job->created, model, piece, std::nullopt)));
-        }, job->add_special);
+        });
       } catch (const std::exception& e) {
         job->lease.release();
         send(sse_event(error_body(ApiError(500, e.what(), "", "generation_failed", "server_error"))));

@@ -1,6 +1,6 @@
 // Hugging Face tokenizer.json runtime: BPE models (byte-level and SentencePiece-style), added and
-// special tokens, normalizers, pre-tokenizers, post-processors, decoders, streaming decode and
-// chat templates. See README.md in this folder for the supported formats and the input policy.
+// special tokens, normalizers, pre-tokenizers, post-processors, decoders and streaming decode.
+// See README.md in this folder for the supported formats and the input policy.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -10,11 +10,6 @@
 #include <vector>
 
 namespace hfstatic {
-
-struct ChatMessage {
-  std::string role;
-  std::string content;
-};
 
 class Tokenizer {
  public:
@@ -45,9 +40,8 @@ class Tokenizer {
   const std::string& eos_token() const;
 
   // The chat template from tokenizer_config.json ("default" one when it is a list); empty if none.
+  // Rendering it is the chat module's (chat/chat_template.h).
   const std::string& chat_template() const;
-  // Renders chat_template() with messages, add_generation_prompt, bos_token and eos_token.
-  std::string apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
 
   struct Impl;
 

@@ -1,8 +1,12 @@
-// Internal data structures of Tokenizer (not part of the public API).
+// Internal data structures of Tokenizer (not part of the public API), and the functions of its
+// components, one file each along Hugging Face's pipeline: normalizer.cpp, pre_tokenizer.cpp,
+// model_bpe.cpp, post_processor.cpp and decoder.cpp, each reading its part of tokenizer.json and
+// applying it; tokenizer.cpp assembles them, with the added tokens and tokenizer_config.json.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -101,6 +105,22 @@ struct Decoder {
   std::vector<Decoder> children;
 };
 
+// Byte-level alphabet (GPT-2's bytes_to_unicode), shared by the ByteLevel pre-tokenizer and decoder.
+struct ByteLevelTables {
+  char utf8[256][3];
+  uint8_t len[256];
+  int16_t char_to_byte[0x200];  // mapped code points are all below U+0200
+  ByteLevelTables();
+};
+
+const ByteLevelTables& byte_level();
+
+// Pre-tokenization works on one buffer and a list of [begin, end) pieces in it.
+struct Pieces {
+  std::string buf;
+  std::vector<std::pair<size_t, size_t>> ranges;
+};
+
 struct AddedToken {
   std::string content;
   int32_t id = 0;
@@ -162,3 +182,42 @@ struct Tokenizer::Impl {
 };
 
 }  // namespace hfstatic
+
+namespace hfstatic::tokenizer {
+
+// Fields of tokenizer.json, with errors that name the key (tokenizer.cpp).
+const nlohmann::json& require(const nlohmann::json& obj, const char* key, const std::string& where);
+std::string get_string(const nlohmann::json& obj, const char* key, const std::string& where);
+bool get_bool(const nlohmann::json& obj, const char* key, bool fallback);
+std::string pattern_string(const nlohmann::json& pattern, const std::string& where, bool* is_regex);
+PrependScheme parse_prepend_scheme(const nlohmann::json& j, const std::string& where);
+std::optional<int32_t> lookup_token(const Tokenizer::Impl& t, std::string_view s);
+
+// Text helpers (tokenizer.cpp).
+void replace_all(std::string& s, std::string_view from, std::string_view to);  // every occurrence
+char32_t cp_before(std::string_view s, size_t pos);  // the code point ending at pos; 0 at the start
+
+// normalizer.cpp
+Normalizer parse_normalizer(const nlohmann::json& j, const std::string& where);
+void apply_normalizer(const Normalizer& n, std::string& s);
+
+// pre_tokenizer.cpp
+PreTokenizer parse_pre_tokenizer(const nlohmann::json& j, const std::string& where);
+void apply_pre_tokenizer(const PreTokenizer& p, bool first_section, Pieces& in, Pieces& out);
+
+// model_bpe.cpp: checks model.type and model.vocab; returns the largest vocabulary id.
+int32_t bpe_vocab_max_id(const nlohmann::json& model);
+// Fills the model fields of t (id_to_token is already sized); `added_count` more tokens follow.
+void parse_bpe_model(Tokenizer::Impl& t, const nlohmann::json& model, size_t added_count);
+
+// post_processor.cpp: the ids it puts around a sequence (t.post_prefix, t.post_suffix).
+void parse_post_processor(Tokenizer::Impl& t, const nlohmann::json& j, const std::string& where);
+// Files without a post-processor follow tokenizer_config.json's add_bos_token / add_eos_token.
+void config_post_processor(Tokenizer::Impl& t, const nlohmann::json& config);
+
+// decoder.cpp
+Decoder parse_decoder(const nlohmann::json& j, const std::string& where);
+void apply_decoder(const Decoder& d, std::vector<std::string>& tokens);
+std::string clean_up_tokenization(std::string s);  // tokenizer_config.json's clean_up_tokenization_spaces
+
+}  // namespace hfstatic::tokenizer

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_template.h"
 #include "export/hf_config.h"
 #include "format/program.h"
 #include "hostile_support.h"
@@ -134,7 +135,7 @@ TEST_F(HostileInputs, DeeplyNestedAndHugeTokenizerJson) {
   auto template_error = [&](const std::string& source) {
     return error_of([&] {
       Tokenizer t = Tokenizer::from_json(real, json{{"chat_template", source}}.dump());
-      t.apply_chat_template({{"user", "hi"}}, true);
+      apply_chat_template(t, {{"user", "hi"}}, true);
     });
   };
   EXPECT_THAT(template_error("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}"), HasSubstr("nest deeper"));

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_template.h"
 #include "format/program.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -80,7 +81,7 @@ TEST(Regressions, Tokenizer) {
       EXPECT_THROW(Tokenizer::from_json(rest, ""), Error);
     } else if (bytes[0] == 'c') {
       nlohmann::json config = {{"chat_template", rest}};
-      EXPECT_THROW(Tokenizer::from_json(real, config.dump()).apply_chat_template({{"user", "hi"}}, true), Error);
+      EXPECT_THROW(apply_chat_template(Tokenizer::from_json(real, config.dump()), {{"user", "hi"}}, true), Error);
     }
   }
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <thread>
 
+#include "chat/chat_template.h"
 #include "runner/runner.h"
 #include "server/server.h"
 #include "test_support.h"
@@ -111,8 +112,8 @@ TEST(ServerHttp, CompletionsChatModelsAndHealth) {
   EXPECT_EQ(r.result["model"], "hfstatic");
 
   runner->reset();
-  std::string chat_prompt = runner->tokenizer()->apply_chat_template(
-      {{"system", "Be brief."}, {"user", "Once upon a time"}}, /*add_generation_prompt=*/true);
+  std::string chat_prompt = apply_chat_template(*runner->tokenizer(), {{"system", "Be brief."}, {"user", "Once upon a time"}},
+                                                /*add_generation_prompt=*/true);
   GenerationResult direct_chat = runner->generate(chat_prompt, config, {}, /*add_special_tokens=*/false);
   EXPECT_EQ(r.result["chat"]["choices"][0]["message"]["content"].get<std::string>(), as_json_text(direct_chat.text));
   EXPECT_EQ(r.result["chat"]["usage"]["prompt_tokens"].get<int64_t>(), direct_chat.stats.prompt_tokens);

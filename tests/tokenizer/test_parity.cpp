@@ -5,8 +5,8 @@
 #include <map>
 #include <memory>
 
+#include "chat/chat_template.h"
 #include "test_helpers.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
 #include "util/error.h"
@@ -201,11 +201,11 @@ TEST(TokenizerParity, ApplyChatTemplateUsesTheConfigTemplateAndTokens) {
   Reference& ref = reference();
   REQUIRE_REFERENCE(ref);
   const Tokenizer& tok = *ref.tokenizers["llama3"];
-  const std::string got = tok.apply_chat_template({{"user", "Hi"}}, true);
+  const std::string got = apply_chat_template(tok, {{"user", "Hi"}}, true);
   EXPECT_EQ(got, "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
                  "<|start_header_id|>assistant<|end_header_id|>\n\n");
   const Tokenizer& qwen = *ref.tokenizers["qwen3"];
-  EXPECT_EQ(qwen.apply_chat_template({{"user", "Hi"}}, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(apply_chat_template(qwen, {{"user", "Hi"}}, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(qwen.eos_token(), "<|im_end|>");
   EXPECT_FALSE(qwen.bos_id().has_value());
   EXPECT_EQ(tok.bos_id(), 128000);

@@ -1,7 +1,7 @@
 // Unit tests of the chat-template interpreter (expected outputs written by hand).
 #include <gtest/gtest.h>
 
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 #include "util/error.h"
 
 namespace hfstatic {

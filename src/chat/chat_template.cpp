@@ -1,0 +1,35 @@
+#include "chat/chat_template.h"
+
+#include "chat/interpreter.h"
+#include "chat/lexer.h"
+#include "chat/parser.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace hfstatic {
+
+std::string render_chat_template(const std::string& source, const nlohmann::ordered_json& context) {
+  chat::Source src{source};
+  chat::Body body = chat::parse_template(src, chat::lex(src));
+  chat::Value globals = chat::from_json(context);
+  if (!globals.is_object()) fail("chat template context must be a JSON object");
+  return chat::render(src, body, std::move(globals));
+}
+
+std::string render_chat_template(const std::string& source, const nlohmann::json& context) {
+  return render_chat_template(source, nlohmann::ordered_json::parse(context.dump()));
+}
+
+std::string apply_chat_template(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
+                                bool add_generation_prompt) {
+  if (tokenizer.chat_template().empty()) fail("tokenizer has no chat_template (tokenizer_config.json)");
+  nlohmann::json msgs = nlohmann::json::array();
+  for (const auto& m : messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
+  nlohmann::json context = {{"messages", msgs},
+                            {"add_generation_prompt", add_generation_prompt},
+                            {"bos_token", tokenizer.bos_token()},
+                            {"eos_token", tokenizer.eos_token()}};
+  return render_chat_template(tokenizer.chat_template(), context);
+}
+
+}  // namespace hfstatic

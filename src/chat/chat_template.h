@@ -1,0 +1,31 @@
+// Hugging Face chat templates: a Jinja2-subset interpreter (the language transformers renders with
+// trim_blocks and lstrip_blocks) and the rendering of a conversation with a tokenizer's template.
+// Supports the statements, expressions, filters, tests and string/dict methods that real model
+// templates use; unsupported constructs are reported as errors with their line and column.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace hfstatic {
+
+class Tokenizer;
+
+struct ChatMessage {
+  std::string role;
+  std::string content;
+};
+
+// Renders `source` with the variables in `context` (a JSON object; e.g. messages,
+// add_generation_prompt, bos_token, eos_token, tools). Object key order is preserved.
+// Throws Error ("chat template line L col C: ...") on syntax and runtime errors, including
+// raise_exception() called by the template.
+std::string render_chat_template(const std::string& source, const nlohmann::ordered_json& context);
+std::string render_chat_template(const std::string& source, const nlohmann::json& context);
+
+// Renders tokenizer.chat_template() with messages, add_generation_prompt, and the tokenizer's
+// bos_token and eos_token. Throws Error when the tokenizer has no chat template.
+std::string apply_chat_template(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
+                                bool add_generation_prompt);
+
+}  // namespace hfstatic

@@ -1,0 +1,74 @@
+// Values of the chat-template language: Python-like dynamic values (undefined, none, booleans,
+// integers, floats, strings, lists, insertion-ordered mappings) and their conversions.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace hfstatic::chat {
+
+struct Value;
+using Array = std::vector<Value>;
+using Object = std::vector<std::pair<std::string, Value>>;  // insertion-ordered
+struct Undefined {};
+struct None {};
+
+struct Value {
+  std::variant<Undefined, None, bool, int64_t, double, std::string, std::shared_ptr<Array>, std::shared_ptr<Object>> v;
+  bool is_namespace = false;
+
+  Value() = default;
+  Value(None) : v(None{}) {}
+  Value(bool b) : v(b) {}
+  Value(int64_t i) : v(i) {}
+  Value(int i) : v(static_cast<int64_t>(i)) {}
+  Value(size_t i) : v(static_cast<int64_t>(i)) {}
+  Value(double d) : v(d) {}
+  Value(std::string s) : v(std::move(s)) {}
+  Value(const char* s) : v(std::string(s)) {}
+  static Value array(Array a = {}) { Value r; r.v = std::make_shared<Array>(std::move(a)); return r; }
+  static Value object(Object o = {}) { Value r; r.v = std::make_shared<Object>(std::move(o)); return r; }
+
+  bool undefined() const { return std::holds_alternative<Undefined>(v); }
+  bool none() const { return std::holds_alternative<None>(v); }
+  bool is_bool() const { return std::holds_alternative<bool>(v); }
+  bool is_int() const { return std::holds_alternative<int64_t>(v); }
+  bool is_float() const { return std::holds_alternative<double>(v); }
+  bool is_number() const { return is_int() || is_float(); }
+  bool is_string() const { return std::holds_alternative<std::string>(v); }
+  bool is_array() const { return std::holds_alternative<std::shared_ptr<Array>>(v); }
+  bool is_object() const { return std::holds_alternative<std::shared_ptr<Object>>(v); }
+  const std::string& str() const { return std::get<std::string>(v); }
+  Array& arr() const { return *std::get<std::shared_ptr<Array>>(v); }
+  Object& obj() const { return *std::get<std::shared_ptr<Object>>(v); }
+  double num() const { return is_int() ? static_cast<double>(std::get<int64_t>(v)) : is_bool() ? (std::get<bool>(v) ? 1.0 : 0.0) : std::get<double>(v); }
+  int64_t integer() const { return is_int() ? std::get<int64_t>(v) : is_bool() ? (std::get<bool>(v) ? 1 : 0) : static_cast<int64_t>(std::get<double>(v)); }
+
+  const Value* find(const std::string& key) const {
+    if (!is_object()) return nullptr;
+    for (auto& kv : obj())
+      if (kv.first == key) return &kv.second;
+    return nullptr;
+  }
+  void set(const std::string& key, Value val) const {
+    for (auto& kv : obj())
+      if (kv.first == key) { kv.second = std::move(val); return; }
+    obj().emplace_back(key, std::move(val));
+  }
+};
+
+bool truthy(const Value& v);
+bool equal(const Value& a, const Value& b);
+Value from_json(const nlohmann::ordered_json& j);
+// Python's str(): None, True, 1.0, 'quoted' items inside lists and mappings; undefined is "".
+std::string to_string(const Value& v);
+// Python's repr().
+std::string repr(const Value& v);
+// Jinja's tojson: indent < 0 writes one line with ", " and ": " separators.
+std::string to_json(const Value& v, int indent, int depth = 0);
+
+}  // namespace hfstatic::chat

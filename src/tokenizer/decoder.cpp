@@ -1,0 +1,154 @@
+// Decoders: Sequence, ByteLevel, Replace, ByteFallback, Fuse, Strip and Metaspace, applied to the
+// list of token strings; and tokenizer_config.json's clean-up of tokenization spaces.
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
+#include "util/error.h"
+
+namespace hfstatic::tokenizer {
+
+using json = nlohmann::json;
+
+Decoder parse_decoder(const json& j, const std::string& where) {
+  const std::string type = get_string(j, "type", where);
+  Decoder d{};
+  if (type == "Sequence") {
+    d.type = DecoderType::kSequence;
+    const json& list = require(j, "decoders", where);
+    if (!list.is_array()) fail(where, ".decoders: expected an array");
+    for (size_t i = 0; i < list.size(); ++i) d.children.push_back(parse_decoder(list[i], cat(where, ".decoders[", i, "]")));
+  } else if (type == "ByteLevel") {
+    d.type = DecoderType::kByteLevel;
+  } else if (type == "Replace") {
+    d.type = DecoderType::kReplace;
+    bool is_regex = false;
+    d.pattern = pattern_string(require(j, "pattern", where), where, &is_regex);
+    if (is_regex) fail(where, ": Replace decoder with a Regex pattern is not supported");
+    if (d.pattern.empty()) fail(where, ".pattern: empty String pattern");
+    d.content = get_string(j, "content", where);
+  } else if (type == "ByteFallback") {
+    d.type = DecoderType::kByteFallback;
+  } else if (type == "Fuse") {
+    d.type = DecoderType::kFuse;
+  } else if (type == "Strip") {
+    d.type = DecoderType::kStrip;
+    d.content = get_string(j, "content", where);
+    d.start = j.value("start", size_t{0});
+    d.stop = j.value("stop", size_t{0});
+  } else if (type == "Metaspace") {
+    d.type = DecoderType::kMetaspace;
+    d.replacement = j.contains("replacement") && j["replacement"].is_string() ? j["replacement"].get<std::string>()
+                                                                              : std::string("\xE2\x96\x81");
+    d.prepend_scheme = parse_prepend_scheme(j, where);
+  } else {
+    fail(where, ": unsupported decoder type \"", type, "\"");
+  }
+  return d;
+}
+
+std::string clean_up_tokenization(std::string s) {
+  static const std::pair<std::string_view, std::string_view> kRules[] = {
+      {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+      {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& [from, to] : kRules) replace_all(s, from, to);
+  return s;
+}
+
+// Decoders work on a list of token strings.
+void apply_decoder(const Decoder& d, std::vector<std::string>& tokens) {
+  switch (d.type) {
+    case DecoderType::kSequence:
+      for (const auto& c : d.children) apply_decoder(c, tokens);
+      break;
+    case DecoderType::kByteLevel: {
+      const ByteLevelTables& bl = byte_level();
+      std::string bytes;
+      for (const std::string& t : tokens) {
+        const size_t mark = bytes.size();
+        bool ok = true;
+        const char* p = t.data();
+        const char* end = p + t.size();
+        while (p < end) {
+          char32_t cp;
+          p += unicode::decode(p, end, cp);
+          if (cp < 0x200 && bl.char_to_byte[cp] >= 0) {
+            bytes.push_back(static_cast<char>(bl.char_to_byte[cp]));
+          } else {
+            ok = false;
+            break;
+          }
+        }
+        if (!ok) {
+          bytes.resize(mark);
+          bytes += t;
+        }
+      }
+      tokens.assign(1, unicode::to_valid_utf8(bytes));
+      break;
+    }
+    case DecoderType::kReplace:
+      for (auto& t : tokens) replace_all(t, d.pattern, d.content);
+      break;
+    case DecoderType::kByteFallback: {
+      std::vector<std::string> out;
+      std::string pending;
+      size_t pending_count = 0;
+      auto flush = [&] {
+        if (pending_count == 0) return;
+        if (unicode::is_valid_utf8(pending)) {
+          out.push_back(pending);
+        } else {
+          std::string rep;
+          for (size_t i = 0; i < pending_count; ++i) rep += "\xEF\xBF\xBD";
+          out.push_back(rep);
+        }
+        pending.clear();
+        pending_count = 0;
+      };
+      auto hex = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        return -1;
+      };
+      for (auto& t : tokens) {
+        if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && hex(t[3]) >= 0 && hex(t[4]) >= 0) {
+          pending.push_back(static_cast<char>(hex(t[3]) * 16 + hex(t[4])));
+          ++pending_count;
+        } else {
+          flush();
+          out.push_back(std::move(t));
+        }
+      }
+      flush();
+      tokens.swap(out);
+      break;
+    }
+    case DecoderType::kFuse: {
+      std::string all;
+      for (const auto& t : tokens) all += t;
+      tokens.assign(1, std::move(all));
+      break;
+    }
+    case DecoderType::kStrip:
+      for (auto& t : tokens) {
+        size_t b = 0, e = t.size();
+        for (size_t i = 0; i < d.start && e - b >= d.content.size() && t.compare(b, d.content.size(), d.content) == 0; ++i)
+          b += d.content.size();
+        for (size_t i = 0; i < d.stop && e - b >= d.content.size() &&
+                           t.compare(e - d.content.size(), d.content.size(), d.content) == 0;
+             ++i)
+          e -= d.content.size();
+        t = t.substr(b, e - b);
+      }
+      break;
+    case DecoderType::kMetaspace:
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        replace_all(tokens[i], d.replacement, " ");
+        if (i == 0 && d.prepend_scheme != PrependScheme::kNever && !tokens[i].empty() && tokens[i][0] == ' ')
+          tokens[i].erase(0, 1);
+      }
+      break;
+  }
+}
+
+}  // namespace hfstatic::tokenizer
