@@ -161,6 +161,19 @@ void Server::Impl::routes() {
   });
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // Runs before the body is read. --max-body bounds the bytes on the wire only when they come
+    // with a Content-Length and unencoded: a chunked body or a compressed one would be read or
+    // expanded whole first, so neither is accepted.
+    if (req.has_header("Transfer-Encoding") && req.get_header_value("Transfer-Encoding") != "identity") {
+      send_error(res, ApiError(411, "Chunked request bodies are not accepted: send the body with a Content-Length",
+                               "", "length_required"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.has_header("Content-Encoding") && req.get_header_value("Content-Encoding") != "identity") {
+      send_error(res, ApiError(415, "Content-Encoding '" + req.get_header_value("Content-Encoding").substr(0, 32) +
+                                        "' is not accepted: send the body uncompressed", "", "unsupported_encoding"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";

@@ -33,6 +33,13 @@ class DepthLimitedBuilder {
     error_ = cat("at byte ", position, at == std::string::npos ? ": " + what : " (" + what.substr(at + 3));
     if (const size_t colon = error_.find(": ", error_.find('(')); at != std::string::npos && colon != std::string::npos)
       error_.replace(colon, 2, "): ");
+    // The message quotes the token last read, which can be most of the text: never echo that.
+    constexpr size_t kMaxMessage = 200;
+    if (error_.size() > kMaxMessage) {
+      size_t cut = kMaxMessage;
+      while (cut > 0 && (uint8_t(error_[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
+      error_ = error_.substr(0, cut) + "...'";
+    }
     return dom_.parse_error(position, token, e);
   }
   const std::string& error() const { return error_; }

@@ -172,6 +172,15 @@ TEST(ServerHttp, BadRequestsGetOpenAIErrors) {
   EXPECT_EQ(r.result["unknown field"]["param"], "frobnicate");
 }
 
+TEST(ServerHttp, BodiesOfUnknownSizeAreRefusedAndErrorsEchoNoBody) {
+  RunningServer s(ServerOptions{});
+  auto r = client("framing", s.port());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["chunked"]["code"], "length_required");
+  EXPECT_EQ(r.result["gzip"]["code"], "unsupported_encoding");
+  EXPECT_LT(r.result["long token"]["message_length"].get<int>(), 400);
+}
+
 TEST(ServerHttp, ApiKey) {
   ServerOptions o;
   o.api_key = "sekret";
