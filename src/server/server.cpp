@@ -10,6 +10,7 @@
 #include <httplib.h>
 
 #include "runner/runner.h"
+#include "server/http_server.h"
 #include "server/openai.h"
 #include "server/slot_pool.h"
 #include "tokenizer/tokenizer.h"
@@ -54,7 +55,7 @@ struct Server::Impl {
   const Tokenizer* tokenizer = nullptr;  // runner 0's; const use only, from any thread
   ModelLimits limits;
   std::unique_ptr<SlotPool> pool;
-  httplib::Server http;
+  BoundedHttpServer http;
   std::atomic<bool> stopping{false};
   std::atomic<bool> serving{false};  // inside serve()
   std::atomic<uint64_t> next_id{0};
@@ -149,6 +150,7 @@ void Server::Impl::routes() {
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http.set_payload_max_length(options.max_body_bytes);
   http.set_read_timeout(options.read_timeout_s, 0);
+  http.set_request_timeout(std::chrono::seconds(options.read_timeout_s));
   http.set_write_timeout(options.write_timeout_s, 0);
   http.set_keep_alive_timeout(5);
   http.set_keep_alive_max_count(100);

@@ -370,6 +370,38 @@ def c_framing(a):
     return seen
 
 
+def c_slow_clients(a):
+    """Clients that send a header byte at a time: each connection is dropped once its request
+    has taken the server's read timeout, so /health still answers while they trickle."""
+    stop = threading.Event()
+    dropped = []
+
+    def trickle():
+        s = socket.create_connection((a.host, a.port), timeout=5)
+        try:
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+            for _ in range(120):  # at most 30 s
+                if stop.wait(0.25):
+                    return
+                s.sendall(b"X")
+        except OSError:
+            dropped.append(1)
+        finally:
+            s.close()
+
+    threads = [threading.Thread(target=trickle) for _ in range(40)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    start = time.monotonic()
+    h = health()
+    waited = time.monotonic() - start
+    stop.set()
+    for t in threads:
+        t.join()
+    return {"health": h.get("status"), "health_wait_s": round(waited, 2), "dropped": len(dropped)}
+
+
 def c_auth(a):
     saved = ARGS.api_key
     ARGS.api_key = ""
@@ -414,7 +446,7 @@ def c_cli(a):
 
 
 CHECKS = {"basic": c_basic, "stream": c_stream, "concurrent": c_concurrent, "queue": c_queue, "disconnect": c_disconnect,
-          "bad": c_bad, "framing": c_framing, "auth": c_auth, "cli": c_cli}
+          "bad": c_bad, "framing": c_framing, "slow_clients": c_slow_clients, "auth": c_auth, "cli": c_cli}
 
 
 def main():
