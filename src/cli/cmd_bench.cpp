@@ -34,7 +34,7 @@ int run_bench_command(const std::vector<std::string>& argv) {
   o.prompt = args.get_int("--prompt", 128, 0, int64_t(1) << 24);
   o.gen = args.get_int("--gen", 64, 0, int64_t(1) << 24);
   o.reps = int(args.get_int("--reps", 5, 1, 1000));
-  o.threads = int(args.get_int("--threads", ThreadPool::hardware_threads(), 1, 1024));
+  o.threads = int(args.get_int("--threads", ThreadPool::hardware_threads(), 1, ThreadPool::kMaxThreads));
   o.bandwidth_bytes = uint64_t(args.get_int("--bandwidth-mib", 1024, 16, 1 << 20)) << 20;
   o.ceilings = !args.has("--no-ceilings");
   bench::BenchResult r = bench::run_bench(o);

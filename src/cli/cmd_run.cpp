@@ -9,6 +9,7 @@
 #include "cli/default_program.h"
 #include "executor/method.h"
 #include "io/hf_static_io_manager.h"
+#include "kernels/thread_pool.h"
 #include "runner/runner.h"
 #include "tokenizer/tokenizer.h"
 #include "util/mapped_file.h"
@@ -81,7 +82,7 @@ int run_run(const std::vector<std::string>& argv) {
   config.ignore_eos = args.has("--ignore-eos");
   if (auto stop = args.get("--stop")) config.stop_strings.push_back(*stop);
   RunnerOptions options;
-  options.threads = int(args.get_int("--threads", 0, 0, 1024));
+  options.threads = int(args.get_int("--threads", 0, 0, ThreadPool::kMaxThreads));
 
   std::unique_ptr<Runner> runner;
   if (auto model = args.get("--model")) {

@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/default_program.h"
+#include "kernels/thread_pool.h"
 #include "server/server.h"
 
 namespace hfstatic::cli {
@@ -22,7 +23,7 @@ int run_serve(const std::vector<std::string>& argv) {
   options.slots = int(args.get_int("--slots", 1, 1, 256));
   options.queue = int(args.get_int("--queue", 2 * options.slots, 0, 4096));
   options.api_key = args.get_or("--api-key", "");
-  options.threads = int(args.get_int("--threads", 0, 0, 1024));
+  options.threads = int(args.get_int("--threads", 0, 0, ThreadPool::kMaxThreads));
   options.max_body_bytes = size_t(args.get_int("--max-body", 1 << 20, 1024, int64_t(1) << 30));
   if (args.has("--api-key") && options.api_key.empty()) throw UsageError{"flag --api-key: the key is empty"};
 

@@ -13,8 +13,9 @@ using nlohmann::json;
 namespace {
 json read_json(const std::string& path) {
   std::string text = read_text_file(path);
-  json j = parse_json_limited(text, path);
-  if (j.is_discarded()) fail(path, ": not valid JSON");
+  std::string why;
+  json j = parse_json_limited(text, path, kMaxJsonDepth, &why);
+  if (j.is_discarded()) fail(path, ": not valid JSON ", why);
   return j;
 }
 }  // namespace

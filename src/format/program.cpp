@@ -23,8 +23,9 @@ std::shared_ptr<const Program> Program::load_mapped(MappedFile file) {
   auto it = p->view_.metadata().find(kProgramMetadataKey);
   if (it == p->view_.metadata().end())
     fail(path, ": not an hfstatic program (safetensors __metadata__ has no '", kProgramMetadataKey, "' entry)");
-  nlohmann::json j = parse_json_limited(it->second, cat(path, ": __metadata__.", kProgramMetadataKey));
-  if (j.is_discarded()) fail(path, ": __metadata__.", kProgramMetadataKey, " is not valid JSON");
+  std::string why;
+  nlohmann::json j = parse_json_limited(it->second, cat(path, ": __metadata__.", kProgramMetadataKey), kMaxJsonDepth, &why);
+  if (j.is_discarded()) fail(path, ": __metadata__.", kProgramMetadataKey, " is not valid JSON ", why);
   try {
     p->spec_ = ProgramSpec::from_json(j);
   } catch (const Error& e) {

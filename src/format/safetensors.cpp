@@ -44,8 +44,9 @@ SafetensorsView SafetensorsView::parse(const uint8_t* data, size_t size, const s
     fail(origin, ": data area starts at byte ", 8 + header_size, ", not a multiple of 8");
 
   const char* text = reinterpret_cast<const char*>(data + 8);
-  json header = parse_json_limited(std::string_view(text, header_size), origin + ": header");
-  if (header.is_discarded()) fail(origin, ": header is not valid JSON");
+  std::string why;
+  json header = parse_json_limited(std::string_view(text, header_size), origin + ": header", kMaxJsonDepth, &why);
+  if (header.is_discarded()) fail(origin, ": header is not valid JSON ", why);
   if (!header.is_object()) fail(origin, ": header is not a JSON object");
 
   for (auto it = header.begin(); it != header.end(); ++it) {

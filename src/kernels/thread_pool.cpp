@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <system_error>
 
 #include "kernels/parallel.h"
 #include "util/env.h"
+#include "util/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -40,11 +42,23 @@ void prefetch_while(const PrefetchRange& range, KeepGoing&& keep_going) {
 }  // namespace
 
 ThreadPool::ThreadPool(int threads)
-    : stretches_(new Stretch[size_t(std::max(1, threads))]), idle_(new PrefetchRange[size_t(std::max(1, threads))]) {
-  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+    : stretches_(new Stretch[size_t(std::clamp(threads, 1, kMaxThreads))]),
+      idle_(new PrefetchRange[size_t(std::clamp(threads, 1, kMaxThreads))]) {
+  if (threads > kMaxThreads) fail(threads, " threads requested; at most ", kMaxThreads, " are supported");
+  workers_.reserve(size_t(std::max(0, threads - 1)));
+  for (int i = 1; i < std::max(1, threads); ++i) {
+    try {
+      workers_.emplace_back([this, i] { worker_loop(i); });
+    } catch (const std::system_error& e) {
+      stop_workers();
+      fail("cannot start compute thread ", i + 1, " of ", threads, ": ", e.what());
+    }
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_.store(true, std::memory_order_release);
@@ -52,6 +66,7 @@ ThreadPool::~ThreadPool() {
   }
   start_cv_.notify_all();
   for (auto& w : workers_) w.join();
+  workers_.clear();
 }
 
 int ThreadPool::hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }

@@ -19,7 +19,10 @@ namespace hfstatic {
 
 class ThreadPool {
  public:
-  // threads counts the calling thread: ThreadPool(1) runs everything inline.
+  // More would only add overhead on any machine this runs on, and each costs a stack.
+  static constexpr int kMaxThreads = 256;
+  // threads counts the calling thread: ThreadPool(1) runs everything inline. Throws Error when
+  // threads exceeds kMaxThreads or a thread cannot be started (the ones started are stopped).
   explicit ThreadPool(int threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -40,6 +43,7 @@ class ThreadPool {
   static int hardware_threads();
 
  private:
+  void stop_workers();
   // A thread's stretch of the current job, in grains: [begin, end) packed as begin << 32 | end.
   struct alignas(64) Stretch {
     std::atomic<uint64_t> blocks{0};

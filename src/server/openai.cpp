@@ -98,10 +98,10 @@ const std::set<std::string>& known_keys(Endpoint endpoint) {
 CompletionRequest parse_completion_request(const std::string& body, Endpoint endpoint, const ModelLimits& limits) {
   json j;
   try {
-    j = parse_json_limited(body, "request body", 64);
-    if (j.is_discarded()) j = json::parse(body);  // for the parser's message
-  } catch (const json::exception& e) {
-    throw ApiError(400, std::string("We could not parse the JSON body of your request: ") + e.what(), "", "invalid_json");
+    std::string why;
+    j = parse_json_limited(body, "request body", 64, &why);
+    if (j.is_discarded())
+      throw ApiError(400, "We could not parse the JSON body of your request: " + why, "", "invalid_json");
   } catch (const Error& e) {
     throw ApiError(400, std::string("We could not parse the JSON body of your request: ") + e.what(), "", "invalid_json");
   }

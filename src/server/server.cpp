@@ -11,6 +11,7 @@
 
 #include "chat/conversation.h"
 #include "runner/runner.h"
+#include "server/http_server.h"
 #include "server/openai.h"
 #include "server/slot_pool.h"
 #include "tokenizer/tokenizer.h"
@@ -55,7 +56,7 @@ struct Server::Impl {
   const Tokenizer* tokenizer = nullptr;  // runner 0's; const use only, from any thread
   ModelLimits limits;
   std::unique_ptr<SlotPool> pool;
-  httplib::Server http;
+  BoundedHttpServer http;
   std::atomic<bool> stopping{false};
   std::atomic<bool> serving{false};  // inside serve()
   std::atomic<uint64_t> next_id{0};
@@ -150,6 +151,7 @@ void Server::Impl::routes() {
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http.set_payload_max_length(options.max_body_bytes);
   http.set_read_timeout(options.read_timeout_s, 0);
+  http.set_request_timeout(std::chrono::seconds(options.read_timeout_s));
   http.set_write_timeout(options.write_timeout_s, 0);
   http.set_keep_alive_timeout(5);
   http.set_keep_alive_max_count(100);
@@ -162,6 +164,19 @@ void Server::Impl::routes() {
   });
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // Runs before the body is read. --max-body bounds the bytes on the wire only when they come
+    // with a Content-Length and unencoded: a chunked body or a compressed one would be read or
+    // expanded whole first, so neither is accepted.
+    if (req.has_header("Transfer-Encoding") && req.get_header_value("Transfer-Encoding") != "identity") {
+      send_error(res, ApiError(411, "Chunked request bodies are not accepted: send the body with a Content-Length",
+                               "", "length_required"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.has_header("Content-Encoding") && req.get_header_value("Content-Encoding") != "identity") {
+      send_error(res, ApiError(415, "Content-Encoding '" + req.get_header_value("Content-Encoding").substr(0, 32) +
+                                        "' is not accepted: send the body uncompressed", "", "unsupported_encoding"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";

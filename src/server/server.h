@@ -20,7 +20,7 @@ struct ServerOptions {
   int threads = 0;                  // compute threads per slot; 0: hardware threads / slots (at least 1)
   size_t max_body_bytes = 1 << 20;  // larger request bodies get 413
   std::string model_name = "hfstatic";  // the id of /v1/models and of every response
-  int read_timeout_s = 10;          // how long a client may take to send its request
+  int read_timeout_s = 10;          // how long a client may take to send a whole request
   int write_timeout_s = 10;         // how long a client may take to read a piece of the response
   // Minimum time between two generated tokens of a request (0: none). Paces generation for
   // demonstrations and for tests that need a request to hold its slot for a while.

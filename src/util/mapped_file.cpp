@@ -7,12 +7,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "util/error.h"
 #include "util/huge_pages.h"
+#include "util/temp_files.h"
 
 namespace hfstatic {
 
@@ -64,24 +65,42 @@ void prefer_huge_pages(int fd, const uint8_t** data, size_t size) {
   if (first && first->huge > 0) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 }
 
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
 }  // namespace
 
-MappedFile MappedFile::open(const std::string& path, PagePolicy policy) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+int open_regular_file(const std::string& path, uint64_t* size) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
-    int e = errno;
+    const int e = errno;
     ::close(fd);
     fail(path, ": cannot stat: ", std::strerror(e));
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail(path, ": not a regular file");
+    fail(path, ": not a regular file (", file_kind(st.st_mode), ")");
   }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
+MappedFile MappedFile::open(const std::string& path, PagePolicy policy) {
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, &size);
   MappedFile f;
   f.path_ = path;
-  f.size_ = static_cast<size_t>(st.st_size);
+  f.size_ = static_cast<size_t>(size);
   if (f.size_ > 0) {
     void* p = ::mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
@@ -129,8 +148,13 @@ MappedFile::~MappedFile() {
 
 AtomicFileWriter::AtomicFileWriter(const std::string& path)
     : path_(path), tmp_path_(path + ".tmp." + std::to_string(::getpid())) {
-  fd_ = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    fail(path, ": exists and is ", S_ISLNK(st.st_mode) ? "a symbolic link" : file_kind(st.st_mode),
+         "; refusing to replace it (remove it or choose another output path)");
+  fd_ = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0) fail(path, ": cannot create: ", std::strerror(errno));
+  temp_handle_ = register_temp_file(tmp_path_);
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
@@ -138,6 +162,7 @@ AtomicFileWriter::~AtomicFileWriter() {
     ::close(fd_);
     ::unlink(tmp_path_.c_str());
   }
+  unregister_temp_file(temp_handle_);
 }
 
 void AtomicFileWriter::write(const void* data, size_t size) {
@@ -179,12 +204,24 @@ void AtomicFileWriter::commit() {
 }
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open: ", std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(path, ": read failed");
-  return ss.str();
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, &size);
+  std::string text;
+  char buffer[1 << 16];
+  // The size fstat gave bounds the read: a file that grows meanwhile is read only that far.
+  while (text.size() < size) {
+    const ssize_t n = ::read(fd, buffer, std::min<uint64_t>(sizeof buffer, size - text.size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      fail(path, ": read failed: ", std::strerror(e));
+    }
+    if (n == 0) break;
+    text.append(buffer, size_t(n));
+  }
+  ::close(fd);
+  return text;
 }
 
 bool file_exists(const std::string& path) {

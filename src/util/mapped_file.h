@@ -37,7 +37,9 @@ class MappedFile {
 };
 
 // Writes a file through a temporary sibling that is renamed into place on commit(); if the
-// writer is destroyed before commit(), the temporary file is removed and `path` is untouched.
+// writer is destroyed before commit(), or the process is ended by SIGINT, SIGTERM or SIGHUP, the
+// temporary file is removed and `path` is untouched. A `path` that exists and is not a regular
+// file (a device, a FIFO, a directory, a symbolic link) is refused.
 class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(const std::string& path);
@@ -54,9 +56,14 @@ class AtomicFileWriter {
   std::string path_;
   std::string tmp_path_;
   int fd_ = -1;
+  int temp_handle_ = -1;  // util/temp_files.h
   uint64_t written_ = 0;
 };
 
+// Opens `path` for reading if it is a regular file (never waiting on a FIFO) and sets *size;
+// Error naming the path and what it is otherwise. The caller closes the descriptor.
+int open_regular_file(const std::string& path, uint64_t* size);
+// The whole of a regular file.
 std::string read_text_file(const std::string& path);
 bool file_exists(const std::string& path);
 

@@ -9,6 +9,13 @@
 #include <thread>
 #include <vector>
 
+#include <gmock/gmock.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util/error.h"
+
 #include "kernels/parallel.h"
 #include "kernels/thread_pool.h"
 
@@ -235,6 +242,45 @@ TEST(ThreadPool, ParallelThreads) {
   ThreadPool pool(2);
   ScopedThreadPool scope(&pool);
   EXPECT_EQ(parallel_threads(), 2);
+}
+
+}  // namespace
+}  // namespace hfstatic
+
+namespace hfstatic {
+namespace {
+
+TEST(ThreadPoolLimits, TooManyThreadsIsAnError) {
+  try {
+    ThreadPool pool(ThreadPool::kMaxThreads + 1);
+    ADD_FAILURE() << "accepted " << pool.threads() << " threads";
+  } catch (const Error& e) {
+    EXPECT_THAT(std::string(e.what()), testing::HasSubstr("at most 256 are supported"));
+  }
+}
+
+TEST(ThreadPoolLimits, AThreadThatCannotStartIsAnErrorNotAHang) {
+  // In a child with little address space, thread stacks (8 MiB each) soon cannot be mapped.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::alarm(30);  // a deadlock ends in SIGALRM
+    struct rlimit limit {};
+    ::getrlimit(RLIMIT_AS, &limit);
+    limit.rlim_cur = rlim_t(256) << 20;
+    if (::setrlimit(RLIMIT_AS, &limit) != 0) ::_exit(3);
+    try {
+      ThreadPool pool(ThreadPool::kMaxThreads);
+      ::_exit(2);  // every thread started: the limit did not bite
+    } catch (const Error& e) {
+      ::_exit(std::string(e.what()).find("cannot start compute thread") != std::string::npos ? 0 : 1);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  if (WEXITSTATUS(status) == 2 || WEXITSTATUS(status) == 3) GTEST_SKIP() << "the address-space limit did not bite here";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

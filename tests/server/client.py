@@ -6,6 +6,7 @@ Each check prints one JSON line with what it saw and exits 0, or prints why it f
 exits 1. Every network wait is bounded (socket timeouts), so a broken server fails the check.
 """
 import argparse
+import gzip
 import http.client
 import json
 import os
@@ -343,6 +344,64 @@ def c_bad(a):
     return seen
 
 
+def c_framing(a):
+    """Bodies whose size the server cannot bound before reading them, and errors that never echo a body."""
+    seen = {}
+    c = conn()
+    try:
+        chunks = (b"x" * 4096 for _ in range(16))
+        c.request("POST", "/v1/completions", body=chunks, headers={"Content-Type": "application/json"}, encode_chunked=True)
+        r = c.getresponse()
+        payload = json.loads(r.read().decode("utf-8"))
+        err = check_error(r.status, payload, 411, "chunked body")
+        seen["chunked"] = {"status": r.status, "code": err["code"]}
+    finally:
+        c.close()
+    bomb = gzip.compress(json.dumps({"prompt": "x" * (20 << 20)}).encode())
+    expect(len(bomb) < 64 << 10, f"the gzip body is {len(bomb)} bytes")
+    status, _, payload = request("POST", "/v1/completions", raw=bomb, headers={"Content-Encoding": "gzip"})
+    err = check_error(status, payload, 415, "gzip body")
+    seen["gzip"] = {"status": status, "code": err["code"]}
+    status, _, payload = request("POST", "/v1/completions", raw='{"prompt": ' + "y" * 500000)
+    err = check_error(status, payload, 400, "malformed json with a long token")
+    expect(len(err["message"]) < 400 and "y" * 300 not in err["message"], f"the error echoes the body: {err['message'][:500]}")
+    seen["long token"] = {"status": status, "message_length": len(err["message"])}
+    completion("still alive", 4)
+    return seen
+
+
+def c_slow_clients(a):
+    """Clients that send a header byte at a time: each connection is dropped once its request
+    has taken the server's read timeout, so /health still answers while they trickle."""
+    stop = threading.Event()
+    dropped = []
+
+    def trickle():
+        s = socket.create_connection((a.host, a.port), timeout=5)
+        try:
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+            for _ in range(120):  # at most 30 s
+                if stop.wait(0.25):
+                    return
+                s.sendall(b"X")
+        except OSError:
+            dropped.append(1)
+        finally:
+            s.close()
+
+    threads = [threading.Thread(target=trickle) for _ in range(40)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    start = time.monotonic()
+    h = health()
+    waited = time.monotonic() - start
+    stop.set()
+    for t in threads:
+        t.join()
+    return {"health": h.get("status"), "health_wait_s": round(waited, 2), "dropped": len(dropped)}
+
+
 def c_auth(a):
     saved = ARGS.api_key
     ARGS.api_key = ""
@@ -387,7 +446,7 @@ def c_cli(a):
 
 
 CHECKS = {"basic": c_basic, "stream": c_stream, "concurrent": c_concurrent, "queue": c_queue, "disconnect": c_disconnect,
-          "bad": c_bad, "auth": c_auth, "cli": c_cli}
+          "bad": c_bad, "framing": c_framing, "slow_clients": c_slow_clients, "auth": c_auth, "cli": c_cli}
 
 
 def main():

@@ -173,6 +173,28 @@ TEST(ServerHttp, BadRequestsGetOpenAIErrors) {
   EXPECT_EQ(r.result["unknown field"]["param"], "frobnicate");
 }
 
+TEST(ServerHttp, BodiesOfUnknownSizeAreRefusedAndErrorsEchoNoBody) {
+  RunningServer s(ServerOptions{});
+  auto r = client("framing", s.port());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["chunked"]["code"], "length_required");
+  EXPECT_EQ(r.result["gzip"]["code"], "unsupported_encoding");
+  EXPECT_LT(r.result["long token"]["message_length"].get<int>(), 400);
+}
+
+TEST(ServerHttp, SlowClientsAreDroppedAfterTheRequestTimeout) {
+  ServerOptions o;
+  o.read_timeout_s = 2;  // per request, not per byte
+  RunningServer s(o);
+  auto r = client("slow_clients", s.port(), {}, 90);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["health"], "ok");
+  // 40 trickling connections over 19 connection threads, each dropped after 2 s: a few rounds.
+  // Bounded only per byte, /health waited for the whole 30 s that the clients trickle.
+  EXPECT_LT(r.result["health_wait_s"].get<double>(), 15.0) << r.output;
+  EXPECT_GT(r.result["dropped"].get<int>(), 0) << r.output;
+}
+
 TEST(ServerHttp, ApiKey) {
   ServerOptions o;
   o.api_key = "sekret";

@@ -207,3 +207,20 @@ TEST(ServerFormat, StreamChunks) {
 
 }  // namespace
 }  // namespace hfstatic::server
+
+namespace hfstatic::server {
+namespace {
+
+TEST(ServerRequest, WideLogitBiasIsRefusedAfterALinearParse) {
+  // About 117,000 entries in a 1 MiB body: a parser quadratic in an object's keys held a core
+  // for minutes on this.
+  std::string body = R"({"prompt":"x","logit_bias":{)";
+  for (int i = 0; body.size() < (1u << 20) - 16; ++i) body += (i ? ",\"" : "\"") + std::to_string(i) + "\":1";
+  body += "}}";
+  ApiError e = error_of(body);
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "logit_bias");
+}
+
+}  // namespace
+}  // namespace hfstatic::server

@@ -1,0 +1,101 @@
+// Hostile files: wide headers, invalid JSON, FIFOs and devices where a file is expected, output
+// paths that are not regular files, and exports stopped by a signal.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "format/program.h"
+#include "hostile_support.h"
+#include "test_support.h"
+#include "util/mapped_file.h"
+
+namespace hfstatic {
+namespace {
+
+using hostile::container;
+using hostile::error_of;
+using testing::AllOf;
+using testing::HasSubstr;
+
+std::string parse_error(const std::vector<uint8_t>& bytes) {
+  return error_of([&] { SafetensorsView::parse(bytes.data(), bytes.size(), "wide.safetensors"); });
+}
+
+TEST(HostileFiles, WideHeaderParsesInTimeLinearInItsSize) {
+  // 100,000 zero-size tensors: a 7 MB header that a parser quadratic in an object's keys would
+  // take many minutes over. It parses, and the check after parsing names what is wrong.
+  std::string header = "{";
+  for (int i = 0; i < 100000; ++i)
+    header += (i ? ",\"t" : "\"t") + std::to_string(i) + R"(":{"dtype":"F32","shape":[0],"data_offsets":[0,0]})";
+  header += R"(,"__metadata__":{"x":"y"}})";
+  test::TempDir dir("hostile-files");
+  const std::string path = dir.file("wide.hfs");
+  hostile::write_bytes(path, container(header));
+  EXPECT_THAT(error_of([&] { Program::load(path); }), HasSubstr("not an hfstatic program"));
+}
+
+TEST(HostileFiles, InvalidJsonNamesTheByteAndTheReason) {
+  const std::string e = parse_error(container("{\"a\": [1, 2"));
+  EXPECT_THAT(e, AllOf(HasSubstr("wide.safetensors: header is not valid JSON at byte "), HasSubstr("(line 1, column "),
+                       HasSubstr("unexpected end of input; expected ']'")));
+  EXPECT_THAT(e, testing::Not(HasSubstr("json.exception")));
+}
+
+TEST(HostileFiles, FifoDirectoryAndDeviceAreRefusedWithoutWaiting) {
+  test::TempDir dir("hostile-files");
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Opening a FIFO for reading waits for a writer: these would block forever.
+  EXPECT_THAT(error_of([&] { Program::load(fifo); }), HasSubstr("fifo: not a regular file (a FIFO)"));
+  EXPECT_THAT(error_of([&] { read_text_file(fifo); }), HasSubstr("fifo: not a regular file (a FIFO)"));
+  EXPECT_THAT(error_of([&] { read_text_file(dir.path()); }), HasSubstr("not a regular file (a directory)"));
+  EXPECT_THAT(error_of([&] { read_text_file("/dev/zero"); }),
+              HasSubstr("/dev/zero: not a regular file (a character device)"));
+}
+
+TEST(HostileFiles, OutputPathThatIsNotARegularFileIsRefused) {
+  test::TempDir dir("hostile-files");
+  const std::string fifo = dir.file("out.fifo"), link = dir.file("out.link"), target = dir.file("target");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::filesystem::create_symlink(target, link);
+  EXPECT_THAT(error_of([&] { AtomicFileWriter w(fifo); }), HasSubstr("out.fifo: exists and is a FIFO; refusing"));
+  EXPECT_THAT(error_of([&] { AtomicFileWriter w(link); }), HasSubstr("out.link: exists and is a symbolic link"));
+  EXPECT_THAT(error_of([&] { AtomicFileWriter w(dir.path()); }), HasSubstr("exists and is a directory"));
+  EXPECT_THAT(error_of([&] { AtomicFileWriter w("/dev/null"); }), HasSubstr("/dev/null: exists and is a character device"));
+  EXPECT_FALSE(std::filesystem::exists(target));
+  // A regular file is replaced as before.
+  const std::string regular = dir.file("regular");
+  hostile::write_bytes(regular, {1, 2, 3});
+  AtomicFileWriter w(regular);
+  w.write("ab", 2);
+  w.commit();
+  EXPECT_EQ(read_text_file(regular), "ab");
+}
+
+TEST(HostileFiles, SignalDuringAWriteLeavesNoTemporaryFile) {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    test::TempDir dir("hostile-files");
+    const std::string out = dir.file("out.hfs");
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      AtomicFileWriter w(out);
+      w.write_zeros(1 << 20);
+      ::raise(sig);
+      ::_exit(0);  // not reached: the signal ends the process
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "signal " << sig << ", status " << status;
+    EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "signal " << sig << " left a file in " << dir.path();
+  }
+}
+
+}  // namespace
+}  // namespace hfstatic
