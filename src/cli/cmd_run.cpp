@@ -1,13 +1,10 @@
 // hfstatic run: generate text (or token ids) from a program, streaming as it goes.
-// hfstatic validate: check a program against its I/O contract, listing every violation.
 #include <cstdio>
 #include <iostream>
 #include <sstream>
 
 #include "cli/args.h"
 #include "cli/default_program.h"
-#include "executor/method.h"
-#include "io/hf_static_io_manager.h"
 #include "runner/runner.h"
 #include "tokenizer/tokenizer.h"
 #include "util/mapped_file.h"
@@ -136,38 +133,6 @@ int run_run(const std::vector<std::string>& argv) {
   return kExitOk;
 }
 
-int run_validate(const std::vector<std::string>& argv) {
-  Args args(argv, {}, {});
-  args.expect_positional(1, "FILE (a program file)");
-  const std::string& path = args.positional()[0];
-  auto program = Program::load(path);
-  std::vector<std::string> problems;
-  const auto& m = program->metadata();
-  const bool hf_static = m.contains("io_contract") && m["io_contract"] == "hf_static" && m.contains("version") && m["version"] == 1;
-  if (!hf_static) {
-    IOManagerRegistry::instance().load(program);  // throws: names the contract and lists the supported ones
-  }
-  problems = hf_static_v1_violations(*program);
-  if (problems.empty()) {
-    for (const auto& method : program->spec().methods) {
-      try {
-        Method::load(program, method.name);
-      } catch (const Error& e) {
-        problems.push_back(e.what());
-      }
-    }
-  }
-  if (!problems.empty()) {
-    std::fprintf(stderr, "%s: %zu problem%s\n", path.c_str(), problems.size(), problems.size() == 1 ? "" : "s");
-    for (const auto& p : problems) std::fprintf(stderr, "%s: %s\n", path.c_str(), p.c_str());
-    return kExitError;
-  }
-  std::printf("%s: valid hf_static v1 program (%lld layers, max_context %lld, prefill_len %lld, %s cache)\n", path.c_str(),
-              (long long)m["n_layers"].get<int64_t>(), (long long)m["max_context"].get<int64_t>(),
-              (long long)m["prefill_len"].get<int64_t>(), m["cache_dtype"].get<std::string>().c_str());
-  return kExitOk;
-}
-
 }  // namespace
 
 HFSTATIC_COMMAND("run", "generate text from a program (the embedded default without -m)",
@@ -175,6 +140,5 @@ HFSTATIC_COMMAND("run", "generate text from a program (the embedded default with
                  "       [--repeat-penalty R] [--seed S] [--stop STRING] [--ignore-eos] [--chat [--system TEXT]] [-t THREADS] [--stats]\n"
                  "       --chat without -p or -f reads one user message per line from standard input, keeping the conversation",
                  run_run);
-HFSTATIC_COMMAND("validate", "check a program against its I/O contract, listing every violation", "FILE", run_validate);
 
 }  // namespace hfstatic::cli

@@ -61,25 +61,42 @@ class IOManager {
 
 using IOManagerFactory = std::function<std::unique_ptr<IOManager>()>;
 
+// An I/O contract the registry knows: how to make its IOManager, and how to check a program
+// against it without loading or allocating anything.
+struct IOContract {
+  std::string name;      // the metadata's io_contract
+  int64_t version = 0;   // the metadata's version
+  IOManagerFactory create;  // a new IOManager, not loaded yet
+  // Every violation of the contract by the program (empty: the program conforms).
+  std::function<std::vector<std::string>(const Program&)> violations;
+  // A conforming program in a few words ("2 layers, max_context 16, ...").
+  std::function<std::string(const Program&)> summary;
+};
+
 class IOManagerRegistry {
  public:
+  IOManagerRegistry() = default;  // empty; instance() holds the built-in contracts
   static IOManagerRegistry& instance();
-  // Registers the IOManager for a (contract, version) pair; a later registration replaces it.
-  void add(const std::string& contract, int64_t version, IOManagerFactory factory);
+  // Registers a contract; throws Error when its (name, version) pair is already registered.
+  void add(IOContract contract);
   // Creates and loads the IOManager the program's metadata asks for; an unknown pair is an
   // Error listing the supported ones.
   std::unique_ptr<IOManager> load(std::shared_ptr<const Program> program,
                                   BufferAllocator& allocator = HeapAllocator::instance()) const;
+  // Every violation of the contract the program's metadata names (an unknown pair is one,
+  // listing the supported ones); empty when it conforms. Loads and allocates nothing.
+  std::vector<std::string> validate(const Program& program) const;
+  // "hf_static v1 program (2 layers, ...)" for a program validate() accepts.
+  std::string describe(const Program& program) const;
   std::vector<std::string> supported() const;  // "hf_static v1", ...
 
  private:
-  IOManagerRegistry();
-  struct Entry {
-    std::string contract;
-    int64_t version;
-    IOManagerFactory factory;
-  };
-  std::vector<Entry> entries_;
+  // The contract the program's metadata names; nullptr with *problem set when there is none.
+  const IOContract* find(const Program& program, std::string* problem) const;
+  std::vector<IOContract> contracts_;
 };
+
+// Registers the contracts this library implements (builtin_contracts.cpp).
+void register_builtin_contracts(IOManagerRegistry& registry);
 
 }  // namespace hfstatic
