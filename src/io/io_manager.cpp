@@ -6,14 +6,16 @@ namespace hfstatic {
 
 const char* step_kind_name(StepKind k) { return k == StepKind::Prefill ? "prefill" : "decode"; }
 
+Status IOManager::step(StepKind kind, int64_t start_pos, std::span<const int64_t> tokens, ThreadPool* pool) {
+  prepare(kind, start_pos, tokens);
+  bind();
+  return run(pool);
+}
+
 Status IOManager::feed(int64_t start_pos, std::span<const int64_t> tokens, ThreadPool* pool) {
-  std::vector<Step> steps;
   try {
-    steps = plan(start_pos, tokens.size());
-    for (const Step& s : steps) {
-      prepare(s.kind, s.start_pos, tokens.subspan(s.begin, s.count));
-      bind();
-      Status st = run(pool);
+    for (const Step& s : plan(start_pos, tokens.size())) {
+      Status st = step(s.kind, s.start_pos, tokens.subspan(s.begin, s.count), pool);
       if (!st.ok()) return st;
     }
   } catch (const Error& e) {
@@ -65,12 +67,13 @@ const IOContract* IOManagerRegistry::find(const Program& program, std::string* p
   return nullptr;
 }
 
-std::unique_ptr<IOManager> IOManagerRegistry::load(std::shared_ptr<const Program> program, BufferAllocator& allocator) const {
+std::unique_ptr<IOManager> IOManagerRegistry::load(std::shared_ptr<const Program> program, BufferAllocator& allocator,
+                                                   const RuntimeOptions& runtime) const {
   std::string problem;
   const IOContract* contract = find(*program, &problem);
   if (!contract) fail(program->path(), ": ", problem);
   auto io = contract->create();
-  io->load(std::move(program), allocator);
+  io->load(std::move(program), allocator, runtime);
   return io;
 }
 
