@@ -5,6 +5,7 @@
 
 #include "cli/args.h"
 #include "cli/default_program.h"
+#include "cli/runtime_env.h"
 #include "runner/runner.h"
 #include "tokenizer/tokenizer.h"
 #include "util/mapped_file.h"
@@ -81,6 +82,7 @@ int run_run(const std::vector<std::string>& argv) {
   if (auto stop = args.get("--stop")) config.stop_strings.push_back(*stop);
   RunnerOptions options;
   options.threads = int(args.get_int("--threads", 0, 0, 1024));
+  options.runtime = runtime_options_from_env();
 
   std::unique_ptr<Runner> runner;
   if (auto model = args.get("--model")) {
@@ -118,8 +120,17 @@ int run_run(const std::vector<std::string>& argv) {
       prompt = runner->tokenizer()->apply_chat_template(messages, /*add_generation_prompt=*/true);
       add_special = false;  // the template writes its own special tokens
     }
-    std::fputs(args.has("--chat") ? "" : prompt.c_str(), stdout);
-    result = runner->generate(prompt, config, print_piece, add_special);
+    // The prompt is echoed once it has been accepted: an error comes before any output.
+    bool echoed = args.has("--chat");
+    auto echo_prompt = [&] {
+      if (!echoed) std::fputs(prompt.c_str(), stdout);
+      echoed = true;
+    };
+    result = runner->generate(prompt, config, [&](const std::string& piece) {
+      echo_prompt();
+      print_piece(piece);
+    }, add_special);
+    echo_prompt();
     std::printf("\n");
   }
   if (args.has("--stats")) {
