@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
 
 #include <sys/resource.h>
 
+#include "contract/hf_static_contract.h"
 #include "format/program.h"
 #include "io/io_manager.h"
 #include "kernels/isa.h"
@@ -19,6 +18,7 @@
 #include "kernels/thread_pool.h"
 #include "util/error.h"
 #include "util/huge_pages.h"
+#include "util/proc_stats.h"
 
 namespace hfstatic::bench {
 
@@ -35,15 +35,6 @@ double process_cpu_seconds() {
 }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-uint64_t status_field(const char* key) {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  const size_t n = std::strlen(key);
-  while (std::getline(f, line))
-    if (line.compare(0, n, key) == 0 && line.size() > n && line[n] == ':') return uint64_t(std::strtoull(line.c_str() + n + 1, nullptr, 10)) * 1024;
-  return 0;
-}
 
 // Of the resident bytes of the mapping holding `addr`, the fraction in huge pages.
 std::optional<double> resident_huge_fraction(const void* addr) {
@@ -67,9 +58,6 @@ Stats Stats::of(std::vector<double> s) {
 }
 
 json Stats::to_json() const { return {{"median", median}, {"min", min}, {"max", max}}; }
-
-uint64_t peak_rss_bytes() { return status_field("VmHWM"); }
-uint64_t current_rss_bytes() { return status_field("VmRSS"); }
 
 // ---- machine ceilings -------------------------------------------------------------------
 
@@ -220,7 +208,8 @@ MethodCost method_cost(const Program& program, const std::string& name) {
   if (!m) fail("program has no method '", name, "'");
   MethodCost c;
   auto weight = [&](const std::string& w) -> const TensorInfo* { return program.weight(w).info; };
-  if (const ValueSpec* tokens = m->find_value("tokens"); tokens && tokens->shape.size() == 2) c.rows = tokens->shape[1];
+  if (m->inputs.size() > hf_static::kTokensInput && m->inputs[hf_static::kTokensInput].shape.size() == 2)
+    c.rows = m->inputs[hf_static::kTokensInput].shape[1];
   for (const NodeSpec& node : m->nodes) {
     if (node.op == "linear" && node.inputs.size() >= 2) {
       if (const TensorInfo* w = weight(node.inputs[1]); w && w->shape.size() == 2) {
@@ -260,8 +249,8 @@ BenchResult run_bench(const BenchOptions& o) {
   const uint64_t rss_start = current_rss_bytes();
 
   auto t0 = Clock::now();
-  std::shared_ptr<const Program> program = Program::load(o.path);
-  std::unique_ptr<IOManager> io = IOManagerRegistry::instance().load(program);
+  std::shared_ptr<const Program> program = Program::load(o.path, o.runtime.huge_pages ? PagePolicy::HugePages : PagePolicy::Plain);
+  std::unique_ptr<IOManager> io = IOManagerRegistry::instance().load(program, HeapAllocator::instance(), o.runtime);
   const double load_s = seconds_since(t0);
   const uint64_t rss_loaded = current_rss_bytes();
   const ModelInfo& info = io->model();
@@ -285,9 +274,7 @@ BenchResult run_bench(const BenchOptions& o) {
   };
   // One decode step (feed() would use the prefill method while a whole chunk still fits).
   auto decode = [&](int64_t pos, const int64_t* token) {
-    io->prepare(StepKind::Decode, pos, std::span<const int64_t>(token, 1));
-    io->bind();
-    Status s = io->run(&pool);
+    Status s = io->step(StepKind::Decode, pos, std::span<const int64_t>(token, 1), &pool);
     if (!s.ok()) fail("decode failed: ", s.message());
   };
 
@@ -356,8 +343,8 @@ BenchResult run_bench(const BenchOptions& o) {
   const double cache_bytes = 2.0 * double(info.n_layers * info.n_kv_heads * info.max_context * info.head_dim) *
                              double(dtype_size(info.cache_dtype));
   j["model"] = {{"path", o.path},
-                {"model_type", meta.value("model_type", "")},
-                {"weights_dtype", meta.value("weights_dtype", "")},
+                {"model_type", meta.value(hf_static::keys::model_type, "")},
+                {"weights_dtype", meta.value(hf_static::keys::weights_dtype, "")},
                 {"cache_dtype", dtype_name(info.cache_dtype)},
                 {"n_layers", info.n_layers},
                 {"max_context", info.max_context},

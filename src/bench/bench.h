@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "executor/runtime_options.h"
+
 namespace hfstatic {
 class Program;
 class ThreadPool;
@@ -90,6 +92,7 @@ struct BenchOptions {
   int threads = 0;       // -t (0: all hardware threads)
   uint64_t bandwidth_bytes = uint64_t(1) << 30;
   bool ceilings = true;
+  RuntimeOptions runtime;  // how the program's methods run (filled from the environment by the CLI)
 };
 
 struct BenchResult {
@@ -99,10 +102,5 @@ struct BenchResult {
 // Loads the program, runs prefill and decode reps, then measures the ceilings (after the model,
 // so the bandwidth buffer does not count in the model's peak RSS). Throws Error.
 BenchResult run_bench(const BenchOptions& options);
-
-// Peak resident set size of this process (VmHWM), bytes; 0 if unknown.
-uint64_t peak_rss_bytes();
-// Current resident set size (VmRSS), bytes; 0 if unknown.
-uint64_t current_rss_bytes();
 
 }  // namespace hfstatic::bench

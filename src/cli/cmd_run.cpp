@@ -1,5 +1,4 @@
 // hfstatic run: generate text (or token ids) from a program, streaming as it goes.
-// hfstatic validate: check a program against its I/O contract, listing every violation.
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -7,8 +6,7 @@
 #include "chat/conversation.h"
 #include "cli/args.h"
 #include "cli/default_program.h"
-#include "executor/method.h"
-#include "io/hf_static_io_manager.h"
+#include "cli/runtime_env.h"
 #include "kernels/thread_pool.h"
 #include "runner/runner.h"
 #include "tokenizer/tokenizer.h"
@@ -83,6 +81,7 @@ int run_run(const std::vector<std::string>& argv) {
   if (auto stop = args.get("--stop")) config.stop_strings.push_back(*stop);
   RunnerOptions options;
   options.threads = int(args.get_int("--threads", 0, 0, ThreadPool::kMaxThreads));
+  options.runtime = runtime_options_from_env();
 
   std::unique_ptr<Runner> runner;
   if (auto model = args.get("--model")) {
@@ -117,8 +116,17 @@ int run_run(const std::vector<std::string>& argv) {
       conversation.add_user(prompt);
       result = chat_turn(*runner, conversation, config);
     } else {
-      std::fputs(prompt.c_str(), stdout);
-      result = runner->generate(prompt, config, print_piece);
+      // The prompt is echoed once it has been accepted: an error comes before any output.
+      bool echoed = false;
+      auto echo_prompt = [&] {
+        if (!echoed) std::fputs(prompt.c_str(), stdout);
+        echoed = true;
+      };
+      result = runner->generate(prompt, config, [&](const std::string& piece) {
+        echo_prompt();
+        print_piece(piece);
+      });
+      echo_prompt();
     }
     std::printf("\n");
   }
@@ -133,38 +141,6 @@ int run_run(const std::vector<std::string>& argv) {
   return kExitOk;
 }
 
-int run_validate(const std::vector<std::string>& argv) {
-  Args args(argv, {}, {});
-  args.expect_positional(1, "FILE (a program file)");
-  const std::string& path = args.positional()[0];
-  auto program = Program::load(path);
-  std::vector<std::string> problems;
-  const auto& m = program->metadata();
-  const bool hf_static = m.contains("io_contract") && m["io_contract"] == "hf_static" && m.contains("version") && m["version"] == 1;
-  if (!hf_static) {
-    IOManagerRegistry::instance().load(program);  // throws: names the contract and lists the supported ones
-  }
-  problems = hf_static_v1_violations(*program);
-  if (problems.empty()) {
-    for (const auto& method : program->spec().methods) {
-      try {
-        Method::load(program, method.name);
-      } catch (const Error& e) {
-        problems.push_back(e.what());
-      }
-    }
-  }
-  if (!problems.empty()) {
-    std::fprintf(stderr, "%s: %zu problem%s\n", path.c_str(), problems.size(), problems.size() == 1 ? "" : "s");
-    for (const auto& p : problems) std::fprintf(stderr, "%s: %s\n", path.c_str(), p.c_str());
-    return kExitError;
-  }
-  std::printf("%s: valid hf_static v1 program (%lld layers, max_context %lld, prefill_len %lld, %s cache)\n", path.c_str(),
-              (long long)m["n_layers"].get<int64_t>(), (long long)m["max_context"].get<int64_t>(),
-              (long long)m["prefill_len"].get<int64_t>(), m["cache_dtype"].get<std::string>().c_str());
-  return kExitOk;
-}
-
 }  // namespace
 
 HFSTATIC_COMMAND("run", "generate text from a program (the embedded default without -m)",
@@ -172,6 +148,5 @@ HFSTATIC_COMMAND("run", "generate text from a program (the embedded default with
                  "       [--repeat-penalty R] [--seed S] [--stop STRING] [--ignore-eos] [--chat [--system TEXT]] [-t THREADS] [--stats]\n"
                  "       --chat without -p or -f reads one user message per line from standard input, keeping the conversation",
                  run_run);
-HFSTATIC_COMMAND("validate", "check a program against its I/O contract, listing every violation", "FILE", run_validate);
 
 }  // namespace hfstatic::cli

@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/default_program.h"
+#include "cli/runtime_env.h"
 #include "kernels/thread_pool.h"
 #include "server/server.h"
 
@@ -26,10 +27,11 @@ int run_serve(const std::vector<std::string>& argv) {
   options.threads = int(args.get_int("--threads", 0, 0, ThreadPool::kMaxThreads));
   options.max_body_bytes = size_t(args.get_int("--max-body", 1 << 20, 1024, int64_t(1) << 30));
   if (args.has("--api-key") && options.api_key.empty()) throw UsageError{"flag --api-key: the key is empty"};
+  options.runtime = runtime_options_from_env();
 
   std::shared_ptr<const Program> program;
   if (auto model = args.get("--model")) {
-    program = Program::load(*model);
+    program = Program::load(*model, options.runtime.huge_pages ? PagePolicy::HugePages : PagePolicy::Plain);
     options.model_name = std::filesystem::path(*model).stem().string();
   } else {
     auto bytes = default_program_bytes();

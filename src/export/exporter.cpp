@@ -1,5 +1,6 @@
 #include "export/exporter.h"
 
+#include "contract/hf_static_contract.h"
 #include "export/checkpoint.h"
 #include "format/program.h"
 #include "util/error.h"
@@ -22,7 +23,7 @@ ExportSummary export_program(const std::string& dir, const std::string& out_path
     if (!common) common = t.dtype;
   }
   DType weights_dtype = options.weights_dtype.value_or(common.value_or(DType::F32));
-  built.spec.metadata["weights_dtype"] = dtype_name(weights_dtype);
+  built.spec.metadata[hf_static::keys::weights_dtype] = dtype_name(weights_dtype);
 
   ProgramWriter writer(std::move(built.spec));
   ExportSummary summary;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "contract/hf_static_contract.h"
 #include "util/error.h"
 
 namespace hfstatic {
@@ -15,7 +16,8 @@ namespace {
 
 // Indices 0..3L-1 of the state inputs (k0, v0, c0, k1, ...) in the order the program reports them.
 std::vector<size_t> mutation_permutation(const std::string& order, int64_t layers) {
-  const size_t n = size_t(3 * layers);
+  using hf_static::StateRole;
+  const size_t n = hf_static::state_count(layers);
   std::vector<size_t> p(n);
   for (size_t i = 0; i < n; ++i) p[i] = i;
   if (order == "input") return p;
@@ -23,8 +25,8 @@ std::vector<size_t> mutation_permutation(const std::string& order, int64_t layer
     std::reverse(p.begin(), p.end());
   } else if (order == "by-kind") {  // all counters, then all values, then all keys
     p.clear();
-    for (size_t kind : {2, 1, 0})
-      for (int64_t l = 0; l < layers; ++l) p.push_back(size_t(3 * l) + kind);
+    for (StateRole role : {StateRole::Counter, StateRole::ValueCache, StateRole::KeyCache})
+      for (int64_t l = 0; l < layers; ++l) p.push_back(hf_static::state_slot(l, role));
   } else if (order == "rotate") {
     std::rotate(p.begin(), p.begin() + 1, p.end());
   } else {
@@ -60,20 +62,20 @@ class MethodBuilder {
   int64_t rows_ = 0;
 };
 
-MethodSpec build_method(const std::string& name, int64_t rows, const HfConfig& c, const GraphOptions& o) {
+MethodSpec build_method(const hf_static::Metadata& meta, bool prefill, const HfConfig& c, const GraphOptions& o) {
+  using namespace hf_static;
+  const std::string& name = prefill ? meta.prefill_method : meta.decode_method;
+  const int64_t rows = method_rows(meta, prefill);
   MethodBuilder b(name, rows);
-  const int64_t L = c.num_hidden_layers, H = c.num_key_value_heads, D = c.head_dim, C = o.max_context;
+  const int64_t L = c.num_hidden_layers, H = c.num_key_value_heads, D = c.head_dim;
   const int64_t E = c.hidden_size, Q = c.num_attention_heads * D, KV = H * D, F = c.intermediate_size;
-  b.input("tokens", DType::I64, {1, rows});
-  b.input("positions", DType::I64, {1, rows});
-  b.input("mask", DType::F32, {1, 1, rows, C});
-  std::vector<std::string> state;
-  for (int64_t l = 0; l < L; ++l) {
-    for (const char* kind : {"k_cache", "v_cache", "counter"}) state.push_back(cat(kind, "_", l));
-    b.input(state[state.size() - 3], o.cache_dtype, {1, H, C, D});
-    b.input(state[state.size() - 2], o.cache_dtype, {1, H, C, D});
-    b.input(state[state.size() - 1], DType::I64, {1});
-  }
+  const std::vector<ValueLayout> inputs = method_inputs(meta, rows);
+  for (const ValueLayout& in : inputs) b.input(in.name, in.dtype, in.shape);
+  const std::string& tokens = inputs[kTokensInput].name;
+  const std::string& positions = inputs[kPositionsInput].name;
+  const std::string& mask = inputs[kMaskInput].name;
+  std::vector<std::string> state;  // by slot
+  for (size_t slot = 0; slot < state_count(L); ++slot) state.push_back(inputs[state_input(slot)].name);
 
   json rope_attrs = {{"head_dim", D}, {"theta", c.rope_theta}};
   if (c.rope_scaling) {
@@ -84,7 +86,7 @@ MethodSpec build_method(const std::string& name, int64_t rows, const HfConfig& c
   }
   const json eps = {{"eps", c.rms_norm_eps}};
 
-  std::string h = b.op("embedding", {"tokens", "model.embed_tokens.weight"}, "embed", E);
+  std::string h = b.op("embedding", {tokens, "model.embed_tokens.weight"}, "embed", E);
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = cat("model.layers.", l, ".");
     const std::string v = cat("l", l, ".");
@@ -101,11 +103,13 @@ MethodSpec build_method(const std::string& name, int64_t rows, const HfConfig& c
       q = b.op("head_rms_norm", {q, p + "self_attn.q_norm.weight"}, v + "q_norm", Q, eps);
       k = b.op("head_rms_norm", {k, p + "self_attn.k_norm.weight"}, v + "k_norm", KV, eps);
     }
-    q = b.op("rope", {q, "positions"}, v + "q_rope", Q, rope_attrs);
-    k = b.op("rope", {k, "positions"}, v + "k_rope", KV, rope_attrs);
-    const std::string kc = cat("k_cache_", l), vc = cat("v_cache_", l), ctr = cat("counter_", l);
-    b.node("cache_write", {k, val, kc, vc, ctr, "mask"}, {});
-    std::string a = b.op("attention", {q, kc, vc, "mask"}, v + "attn", Q, {{"n_heads", c.num_attention_heads}});
+    q = b.op("rope", {q, positions}, v + "q_rope", Q, rope_attrs);
+    k = b.op("rope", {k, positions}, v + "k_rope", KV, rope_attrs);
+    const std::string& kc = state[state_slot(l, StateRole::KeyCache)];
+    const std::string& vc = state[state_slot(l, StateRole::ValueCache)];
+    const std::string& ctr = state[state_slot(l, StateRole::Counter)];
+    b.node("cache_write", {k, val, kc, vc, ctr, mask}, {});
+    std::string a = b.op("attention", {q, kc, vc, mask}, v + "attn", Q, {{"n_heads", c.num_attention_heads}});
     std::string out = proj("o_proj", a, E, c.o_proj_bias);
     h = b.op("add", {h, out}, v + "attn_residual", E);
     x = b.op("rms_norm", {h, p + "post_attention_layernorm.weight"}, v + "mlp_norm", E, eps);
@@ -120,16 +124,17 @@ MethodSpec build_method(const std::string& name, int64_t rows, const HfConfig& c
   b.op("linear", {hn, head}, "logits", c.vocab_size);
 
   MethodSpec& m = b.spec();
-  for (size_t i : mutation_permutation(o.mutation_order, L))
-    m.outputs.push_back({state[i] + "_updated", state[i], OutputMemory::Alias});
-  m.outputs.push_back({"logits", "logits", OutputMemory::Planned});
+  m.outputs.resize(output_count(L, o.repeat_state));
+  const std::vector<size_t> order = mutation_permutation(o.mutation_order, L);
+  for (size_t i = 0; i < order.size(); ++i) m.outputs[i] = {state[order[i]] + "_updated", state[order[i]], OutputMemory::Alias};
+  m.outputs[logits_output(L)] = {"logits", "logits", OutputMemory::Planned};
   if (o.repeat_state) {
-    for (size_t i = 0; i < state.size(); ++i) {
-      const ValueSpec& in = m.inputs[3 + i];
-      const std::string out = state[i] + "_out";
+    for (size_t slot = 0; slot < state.size(); ++slot) {
+      const ValueLayout& in = inputs[state_input(slot)];
+      const std::string out = state[slot] + "_out";
       m.values.push_back({out, in.dtype, in.shape});
-      m.nodes.push_back({"copy", {state[i]}, {out}, json::object()});
-      m.outputs.push_back({out, out, OutputMemory::Unplanned});
+      m.nodes.push_back({"copy", {state[slot]}, {out}, json::object()});
+      m.outputs[repeated_state_output(L, slot)] = {out, out, OutputMemory::Unplanned};
     }
   }
   return m;
@@ -149,32 +154,30 @@ BuiltProgram build_program(const HfConfig& c, const GraphOptions& o) {
     fail("config field 'sliding_window' = ", *c.sliding_window, " is smaller than max_context ", o.max_context,
          "; sliding-window attention is not supported (export with --max-context ", *c.sliding_window, " or less)");
 
+  hf_static::Metadata meta;
+  meta.n_layers = c.num_hidden_layers;
+  meta.n_kv_heads = c.num_key_value_heads;
+  meta.head_dim = c.head_dim;
+  meta.max_context = o.max_context;
+  meta.prefill_len = o.prefill_len;
+  meta.vocab_size = c.vocab_size;
+  meta.cache_dtype = o.cache_dtype;
+  meta.bos_id = c.bos_token_id ? *c.bos_token_id : -1;
+  meta.eos_ids = c.eos_token_ids;
+  meta.prefill_method = "prefill";
+  meta.decode_method = "decode";
+
   BuiltProgram out;
   ProgramSpec& spec = out.spec;
-  json eos = json::array();
-  for (int64_t id : c.eos_token_ids) eos.push_back(id);
-  spec.metadata = {
-      {"io_contract", "hf_static"},
-      {"version", 1},
-      {"n_layers", c.num_hidden_layers},
-      {"n_kv_heads", c.num_key_value_heads},
-      {"head_dim", c.head_dim},
-      {"max_context", o.max_context},
-      {"prefill_len", o.prefill_len},
-      {"vocab_size", c.vocab_size},
-      {"cache_dtype", dtype_name(o.cache_dtype)},
-      {"bos_id", c.bos_token_id ? *c.bos_token_id : -1},
-      {"eos_ids", eos},
-      {"prefill_method", "prefill"},
-      {"decode_method", "decode"},
-      {"model_type", c.model_type},
-      {"n_heads", c.num_attention_heads},
-      {"hidden_size", c.hidden_size},
-      {"mutation_order", o.mutation_order},
-      {"repeat_state", o.repeat_state},
-  };
-  spec.methods.push_back(build_method("prefill", o.prefill_len, c, o));
-  spec.methods.push_back(build_method("decode", 1, c, o));
+  namespace keys = hf_static::keys;
+  spec.metadata = hf_static::metadata_json(meta);
+  spec.metadata[keys::model_type] = c.model_type;
+  spec.metadata[keys::n_heads] = c.num_attention_heads;
+  spec.metadata[keys::hidden_size] = c.hidden_size;
+  spec.metadata[keys::mutation_order] = o.mutation_order;
+  spec.metadata[keys::repeat_state] = o.repeat_state;
+  spec.methods.push_back(build_method(meta, /*prefill=*/true, c, o));
+  spec.methods.push_back(build_method(meta, /*prefill=*/false, c, o));
 
   out.weights = expected_tensors(c);
   return out;

@@ -5,40 +5,24 @@
 #include <string>
 #include <vector>
 
+#include "contract/hf_static_contract.h"
 #include "executor/method.h"
 #include "io/io_manager.h"
 
 namespace hfstatic {
 
-// A program that breaks the contract; what() lists every violation, one per line.
-class ContractError : public Error {
- public:
-  ContractError(const std::string& origin, std::vector<std::string> violations);
-  const std::vector<std::string>& violations() const { return violations_; }
-
- private:
-  std::vector<std::string> violations_;
-};
-
-// Every violation of hf_static v1 by the program's metadata and method signatures (empty
-// when it conforms). Graph-level problems are reported by Method::load, not here.
-std::vector<std::string> hf_static_v1_violations(const Program& program);
-
 class HfStaticIOManager : public IOManager {
  public:
-  void load(std::shared_ptr<const Program> program, BufferAllocator& allocator) override;
+  void load(std::shared_ptr<const Program> program, BufferAllocator& allocator, const RuntimeOptions& runtime = {}) override;
   const ModelInfo& model() const override { return info_; }
   void reset() override;
   std::vector<Step> plan(int64_t start_pos, size_t n_tokens) const override;
-  void prepare(StepKind kind, int64_t start_pos, std::span<const int64_t> tokens) override;
-  void bind() override;
-  Status run(ThreadPool* pool) override;
   std::span<const float> logits() const override;
 
   // A step computes the logits of its last real row only (what logits() returns; the other
   // rows of the logits output keep stale values). set_all_logits(true) computes every row, for
   // callers that score the whole prompt (perplexity, parity checks) through
-  // execution(kind).output_data(3 * n_layers). Takes effect at the next prepare().
+  // execution(kind).output_data(hf_static::logits_output(n_layers)). Takes effect at the next step.
   void set_all_logits(bool all) { all_logits_ = all; }
 
   // Introspection for tests and tools.
@@ -47,6 +31,10 @@ class HfStaticIOManager : public IOManager {
   size_t state_count() const { return state_.size(); }
 
  protected:
+  void prepare(StepKind kind, int64_t start_pos, std::span<const int64_t> tokens) override;
+  void bind() override;
+  Status run(ThreadPool* pool) override;
+
   // The four duties of the contract, each a hook so that tests can show what breaks without it.
   virtual std::vector<std::string> validate(const Program& program) const;
   virtual void write_counters(int64_t start_pos);
@@ -71,7 +59,5 @@ class HfStaticIOManager : public IOManager {
   bool ran_ = false;
   bool all_logits_ = false;
 };
-
-void register_hf_static_io_manager(IOManagerRegistry& registry);
 
 }  // namespace hfstatic

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/runtime_options.h"
 #include "format/program.h"
 #include "util/buffer_allocator.h"
 #include "util/error.h"
@@ -39,47 +40,71 @@ class IOManager {
  public:
   virtual ~IOManager() = default;
 
-  // Validates the program against the contract and allocates every buffer; throws Error.
-  virtual void load(std::shared_ptr<const Program> program, BufferAllocator& allocator) = 0;
+  // Validates the program against the contract, loads its methods with `runtime` and
+  // allocates every buffer from `allocator`; throws Error.
+  virtual void load(std::shared_ptr<const Program> program, BufferAllocator& allocator, const RuntimeOptions& runtime = {}) = 0;
   virtual const ModelInfo& model() const = 0;
   // Forgets everything fed so far: the next prompt starts at position 0.
   virtual void reset() = 0;
   // The calls that feed n tokens at start_pos. Throws Error (nothing has run) if they cannot fit.
   virtual std::vector<Step> plan(int64_t start_pos, size_t n_tokens) const = 0;
-  // Writes tokens, positions, mask and counters for one step. Throws Error on a bad step.
-  virtual void prepare(StepKind kind, int64_t start_pos, std::span<const int64_t> tokens) = 0;
-  // Binds the prepared method's inputs and outputs.
-  virtual void bind() = 0;
-  virtual Status run(ThreadPool* pool) = 0;
+  // Feeds one step (one of plan()'s, or a decode step of one token): writes its inputs, binds
+  // the method and runs it; logits() then reads the step's last real row. Throws Error for a
+  // step that cannot be fed (nothing runs); returns the method's error if the run fails.
+  Status step(StepKind kind, int64_t start_pos, std::span<const int64_t> tokens, ThreadPool* pool = nullptr);
   // Logits of the last real token of the last run step: vocab_size floats.
   virtual std::span<const float> logits() const = 0;
 
-  // Plans, then prepares, binds and runs every step; on error the state may hold part of the
-  // prompt, but nothing runs if planning fails.
+  // Plans, then runs every step; on error the state may hold part of the prompt, but nothing
+  // runs if planning fails.
   Status feed(int64_t start_pos, std::span<const int64_t> tokens, ThreadPool* pool = nullptr);
+
+ protected:
+  // The parts of step(), in order. prepare() writes tokens, positions, mask and counters and
+  // throws Error on a bad step; bind() binds the prepared method's inputs and outputs.
+  virtual void prepare(StepKind kind, int64_t start_pos, std::span<const int64_t> tokens) = 0;
+  virtual void bind() = 0;
+  virtual Status run(ThreadPool* pool) = 0;
 };
 
 using IOManagerFactory = std::function<std::unique_ptr<IOManager>()>;
 
+// An I/O contract the registry knows: how to make its IOManager, and how to check a program
+// against it without loading or allocating anything.
+struct IOContract {
+  std::string name;      // the metadata's io_contract
+  int64_t version = 0;   // the metadata's version
+  IOManagerFactory create;  // a new IOManager, not loaded yet
+  // Every violation of the contract by the program (empty: the program conforms).
+  std::function<std::vector<std::string>(const Program&)> violations;
+  // A conforming program in a few words ("2 layers, max_context 16, ...").
+  std::function<std::string(const Program&)> summary;
+};
+
 class IOManagerRegistry {
  public:
+  IOManagerRegistry() = default;  // empty; instance() holds the built-in contracts
   static IOManagerRegistry& instance();
-  // Registers the IOManager for a (contract, version) pair; a later registration replaces it.
-  void add(const std::string& contract, int64_t version, IOManagerFactory factory);
+  // Registers a contract; throws Error when its (name, version) pair is already registered.
+  void add(IOContract contract);
   // Creates and loads the IOManager the program's metadata asks for; an unknown pair is an
   // Error listing the supported ones.
-  std::unique_ptr<IOManager> load(std::shared_ptr<const Program> program,
-                                  BufferAllocator& allocator = HeapAllocator::instance()) const;
+  std::unique_ptr<IOManager> load(std::shared_ptr<const Program> program, BufferAllocator& allocator = HeapAllocator::instance(),
+                                  const RuntimeOptions& runtime = {}) const;
+  // Every violation of the contract the program's metadata names (an unknown pair is one,
+  // listing the supported ones); empty when it conforms. Loads and allocates nothing.
+  std::vector<std::string> validate(const Program& program) const;
+  // "hf_static v1 program (2 layers, ...)" for a program validate() accepts.
+  std::string describe(const Program& program) const;
   std::vector<std::string> supported() const;  // "hf_static v1", ...
 
  private:
-  IOManagerRegistry();
-  struct Entry {
-    std::string contract;
-    int64_t version;
-    IOManagerFactory factory;
-  };
-  std::vector<Entry> entries_;
+  // The contract the program's metadata names; nullptr with *problem set when there is none.
+  const IOContract* find(const Program& program, std::string* problem) const;
+  std::vector<IOContract> contracts_;
 };
+
+// Registers the contracts this library implements (builtin_contracts.cpp).
+void register_builtin_contracts(IOManagerRegistry& registry);
 
 }  // namespace hfstatic

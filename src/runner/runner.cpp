@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 #include "kernels/thread_pool.h"
 #include "tokenizer/tokenizer.h"
+#include "util/proc_stats.h"
 
 namespace hfstatic {
 
@@ -46,24 +46,17 @@ double GenerationStats::decode_tokens_per_s() const {
   return decode_ms > 0 && generated_tokens > 1 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0;
 }
 
-uint64_t peak_rss_bytes() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  return 0;
-}
-
 std::unique_ptr<Runner> Runner::load(const std::string& path, const RunnerOptions& options) {
   auto t0 = Clock::now();
-  auto runner = load(Program::load(path), options);
+  auto runner = load(Program::load(path, options.runtime.huge_pages ? PagePolicy::HugePages : PagePolicy::Plain), options);
   runner->load_ms_ = ms_since(t0);
   return runner;
 }
 
 std::unique_ptr<Runner> Runner::load(std::shared_ptr<const Program> program, const RunnerOptions& options) {
   auto t0 = Clock::now();
-  auto io = IOManagerRegistry::instance().load(program);
+  BufferAllocator& allocator = options.allocator ? *options.allocator : HeapAllocator::instance();
+  auto io = IOManagerRegistry::instance().load(program, allocator, options.runtime);
   std::shared_ptr<const Tokenizer> tokenizer;
   std::string tokenizer_json = program->embedded_file("tokenizer.json");
   if (!tokenizer_json.empty())
@@ -92,27 +85,7 @@ void Runner::rewind(size_t n) {
   fed_ = std::min<int64_t>(fed_, int64_t(context_.size()));
 }
 
-GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const GenerationConfig& config,
-                                         const std::function<bool(int64_t)>& on_token,
-                                         const std::function<void(const std::string&)>& on_text) {
-  if (on_text && !tokenizer_) fail("streaming text needs a tokenizer; this program has none");
-  return generate_impl(prompt, config, on_token, on_text);
-}
-
-GenerationResult Runner::generate_impl(std::span<const int64_t> prompt, const GenerationConfig& config,
-                                       const std::function<bool(int64_t)>& on_token,
-                                       const std::function<void(const std::string&)>& on_text) {
-  const ModelInfo& m = io_->model();
-  const auto t0 = Clock::now();
-  stop_requested_.store(false);
-  if (config.max_new_tokens < 0) fail("max_new_tokens ", config.max_new_tokens, " is negative");
-  if (config.max_new_tokens > m.max_context)
-    fail("max_new_tokens ", config.max_new_tokens, " exceeds the model's max_context ", m.max_context);
-  if (!config.stop_strings.empty() && !tokenizer_) fail("stop strings need a tokenizer; this program has none");
-  for (size_t i = 0; i < prompt.size(); ++i)
-    if (prompt[i] < 0 || prompt[i] >= m.vocab_size)
-      fail("prompt token ", i, " = ", prompt[i], " is outside the vocabulary [0, ", m.vocab_size, ")");
-
+int64_t Runner::feed_prompt(std::span<const int64_t> prompt) {
   // Unfed context (the last sampled token of the previous turn) goes first.
   std::vector<int64_t> to_feed(context_.begin() + fed_, context_.end());
   to_feed.insert(to_feed.end(), prompt.begin(), prompt.end());
@@ -124,20 +97,41 @@ GenerationResult Runner::generate_impl(std::span<const int64_t> prompt, const Ge
     fail(e.what(), " (context holds ", fed_, " tokens, prompt adds ", to_feed.size(), ")");
   }
   for (const Step& s : steps) {
-    io_->prepare(s.kind, s.start_pos, std::span<const int64_t>(to_feed).subspan(s.begin, s.count));
-    io_->bind();
-    Status st = io_->run(pool_.get());
+    Status st = io_->step(s.kind, s.start_pos, std::span<const int64_t>(to_feed).subspan(s.begin, s.count), pool_.get());
     // Nothing past fed_ is visible to later steps, so a failed prompt leaves the context as it was.
     if (!st.ok()) fail(st.message());
   }
   context_.resize(size_t(fed_));
   context_.insert(context_.end(), to_feed.begin(), to_feed.end());
   fed_ = int64_t(context_.size());
+  return int64_t(to_feed.size());
+}
+
+void Runner::feed_token(int64_t token) {
+  Status st = io_->step(StepKind::Decode, fed_, std::span<const int64_t>(&token, 1), pool_.get());
+  if (!st.ok()) fail(st.message());
+  ++fed_;
+}
+
+GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const GenerationConfig& config,
+                                         const std::function<bool(int64_t)>& on_token,
+                                         const std::function<void(const std::string&)>& on_text) {
+  if (on_text && !tokenizer_) fail("streaming text needs a tokenizer; this program has none");
+  const ModelInfo& m = io_->model();
+  const auto t0 = Clock::now();
+  stop_requested_.store(false);
+  if (config.max_new_tokens < 0) fail("max_new_tokens ", config.max_new_tokens, " is negative");
+  if (config.max_new_tokens > m.max_context)
+    fail("max_new_tokens ", config.max_new_tokens, " exceeds the model's max_context ", m.max_context);
+  if (!config.stop_strings.empty() && !tokenizer_) fail("stop strings need a tokenizer; this program has none");
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (prompt[i] < 0 || prompt[i] >= m.vocab_size)
+      fail("prompt token ", i, " = ", prompt[i], " is outside the vocabulary [0, ", m.vocab_size, ")");
 
   GenerationResult result;
   GenerationStats& stats = result.stats;
   stats.load_ms = load_ms_;
-  stats.prompt_tokens = int64_t(to_feed.size());
+  stats.prompt_tokens = feed_prompt(prompt);
   stats.prefill_ms = ms_since(t0);
 
   Sampler sampler(config.sampling);
@@ -194,12 +188,7 @@ GenerationResult Runner::generate_impl(std::span<const int64_t> prompt, const Ge
       result.stop_reason = StopReason::ContextFull;
       break;
     }
-    std::vector<int64_t> one = {token};
-    io_->prepare(StepKind::Decode, fed_, one);
-    io_->bind();
-    Status st = io_->run(pool_.get());
-    if (!st.ok()) fail(st.message());
-    ++fed_;
+    feed_token(token);
   }
   if (decoder && result.stop_reason != StopReason::StopString) text += decoder->flush();
   if (on_text && text.size() > emitted) on_text(text.substr(emitted));
@@ -217,7 +206,7 @@ GenerationResult Runner::generate(const std::string& prompt, const GenerationCon
   const bool specials = add_special_tokens && context_.empty();
   std::vector<int32_t> ids32 = tokenizer_->encode(prompt, specials);
   std::vector<int64_t> ids(ids32.begin(), ids32.end());
-  return generate_impl(ids, config, {}, on_text);
+  return generate_tokens(ids, config, {}, on_text);
 }
 
 }  // namespace hfstatic

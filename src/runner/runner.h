@@ -46,12 +46,15 @@ struct GenerationResult {
 };
 
 struct RunnerOptions {
-  int threads = 0;  // 0: all hardware threads
+  int threads = 0;                      // 0: all hardware threads
+  BufferAllocator* allocator = nullptr;  // the state, the inputs and the arenas; nullptr: the heap
+  RuntimeOptions runtime;               // how the program is mapped and its methods run
 };
 
 class Runner {
  public:
-  // Loads the program, picks its IOManager, and its embedded tokenizer when it has one.
+  // Loads the program (in huge pages unless options.runtime says otherwise), picks its
+  // IOManager, and its embedded tokenizer when it has one.
   static std::unique_ptr<Runner> load(const std::string& program_path, const RunnerOptions& options = {});
   static std::unique_ptr<Runner> load(std::shared_ptr<const Program> program, const RunnerOptions& options = {});
   Runner(std::unique_ptr<IOManager> io, std::shared_ptr<const Tokenizer> tokenizer, const RunnerOptions& options = {});
@@ -61,6 +64,7 @@ class Runner {
   // running anything when the prompt does not fit (numbers in the message) or is invalid.
   // on_token(id) is called for each sampled token; return false to stop.
   // on_text, when given, receives the decoded text as generate() streams it (needs a tokenizer).
+  // The one generation loop: generate() encodes its text and calls this.
   GenerationResult generate_tokens(std::span<const int64_t> prompt, const GenerationConfig& config,
                                    const std::function<bool(int64_t)>& on_token = {},
                                    const std::function<void(const std::string&)>& on_text = {});
@@ -81,9 +85,10 @@ class Runner {
   double load_ms() const { return load_ms_; }
 
  private:
-  GenerationResult generate_impl(std::span<const int64_t> prompt, const GenerationConfig& config,
-                                 const std::function<bool(int64_t)>& on_token,
-                                 const std::function<void(const std::string&)>& on_text);
+  // Feeds the pending token and the prompt; returns how many tokens it fed. Throws Error.
+  int64_t feed_prompt(std::span<const int64_t> prompt);
+  // Feeds the sampled token at the current position. Throws Error.
+  void feed_token(int64_t token);
 
   std::unique_ptr<IOManager> io_;
   std::shared_ptr<const Tokenizer> tokenizer_;
@@ -93,7 +98,5 @@ class Runner {
   std::atomic<bool> stop_requested_{false};
   double load_ms_ = 0;
 };
-
-uint64_t peak_rss_bytes();
 
 }  // namespace hfstatic

@@ -94,6 +94,7 @@ Server::Server(std::shared_ptr<const Program> program, ServerOptions options) : 
   s.program = std::move(program);
   RunnerOptions ro;
   ro.threads = options.threads;
+  ro.runtime = options.runtime;
   for (int i = 0; i < options.slots; ++i) s.runners.push_back(Runner::load(s.program, ro));
   s.tokenizer = s.runners[0]->tokenizer();
   if (!s.tokenizer) fail("this program has no tokenizer; the server takes text prompts only");

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "executor/runtime_options.h"
 #include "format/program.h"
 
 namespace hfstatic::server {
@@ -25,6 +26,7 @@ struct ServerOptions {
   // Minimum time between two generated tokens of a request (0: none). Paces generation for
   // demonstrations and for tests that need a request to hold its slot for a while.
   std::chrono::milliseconds token_interval{0};
+  RuntimeOptions runtime;           // how the slots' runners run the program
 };
 
 class Server {

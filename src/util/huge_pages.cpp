@@ -4,11 +4,10 @@
 #include <unistd.h>
 
 #include <charconv>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "util/env.h"
+#include "util/proc_stats.h"
 
 namespace hfstatic {
 
@@ -86,11 +85,9 @@ bool worth_rereading(const PageUsage& usage) {
 }
 
 std::optional<PageUsage> page_usage(const void* addr) {
-  std::ifstream in("/proc/self/smaps");
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_page_usage(text.str(), reinterpret_cast<uintptr_t>(addr));
+  std::optional<std::string> smaps = read_proc_self("smaps");
+  if (!smaps) return std::nullopt;
+  return parse_page_usage(*smaps, reinterpret_cast<uintptr_t>(addr));
 }
 
 }  // namespace hfstatic

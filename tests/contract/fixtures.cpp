@@ -448,9 +448,7 @@ std::vector<int64_t> greedy_generate(IOManager& io, const std::vector<int64_t>& 
     out.push_back(next);
     if (i + 1 == steps || pos >= C) break;
     const std::vector<int64_t> one = {next};
-    io.prepare(StepKind::Decode, pos++, one);
-    io.bind();
-    Status st = io.run(nullptr);
+    Status st = io.step(StepKind::Decode, pos++, one, nullptr);
     if (!st.ok()) fail("decode step failed: ", st.message());
   }
   return out;

@@ -170,9 +170,7 @@ TEST_P(UnboundStateOutputs, RunRefusesNamingTheUnplannedOutput) {
   // The step refused to run: nothing was written, the counters did not move.
   EXPECT_EQ(naive->counter(0), 0);
   // Decode too.
-  naive->prepare(StepKind::Decode, 0, std::vector<int64_t>{256});
-  naive->bind();
-  s = naive->run(nullptr);
+  s = naive->step(StepKind::Decode, 0, std::vector<int64_t>{256}, nullptr);
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.message(), HasSubstr("method 'decode'"));
   EXPECT_THAT(s.message(), HasSubstr("is unplanned and has no bound buffer"));
@@ -202,8 +200,8 @@ TEST_P(TailRouting, NaivePlanRunsAPaddedPrefillPastTheContext) {
 
   auto naive = naive_io(program, NaiveDefects::only_no_tail_routing());
   EXPECT_TRUE(overflows(naive->plan(0, f.prompt.size()))) << "the naive plan fits: the fixture has no tail";
-  // The real IOManager refuses to prepare such a call.
-  EXPECT_THROW(real->prepare(StepKind::Prefill, C - T + 1, std::vector<int64_t>{1}), Error);
+  // The real IOManager refuses such a call.
+  EXPECT_THROW(real->step(StepKind::Prefill, C - T + 1, std::vector<int64_t>{1}), Error);
   // (This executor's cache_write stores real rows only, so the naive call itself still runs;
   // the plan is what breaks the contract, and a program whose graph writes all T rows would
   // overflow the cache.)

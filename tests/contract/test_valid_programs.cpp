@@ -149,8 +149,7 @@ TEST_P(ValidProgram, BothMethodsUpdateTheSameStateBuffers) {
   const ValidFixture& f = fixture();
   ASSERT_TRUE(io->feed(0, f.prompt).ok());
   for (StepKind kind : {StepKind::Prefill, StepKind::Decode}) {
-    io->prepare(kind, 0, std::vector<int64_t>{256});
-    io->bind();
+    ASSERT_TRUE(io->step(kind, 0, std::vector<int64_t>{256}).ok());
     const Execution& exec = hf->execution(kind);
     std::set<void*> reported;
     for (size_t i = 0; i < hf->state_count(); ++i) {
@@ -176,9 +175,7 @@ TEST_P(ValidProgram, LastRowLogitsEqualThoseOfAnAllRowsStep) {
   auto last_row = [&](bool all) {
     hf->set_all_logits(all);
     io->reset();
-    io->prepare(StepKind::Prefill, 0, tokens);
-    io->bind();
-    EXPECT_TRUE(io->run(nullptr).ok());
+    EXPECT_TRUE(io->step(StepKind::Prefill, 0, tokens, nullptr).ok());
     const float* rows = static_cast<const float*>(hf->execution(StepKind::Prefill).output_data(hf->state_count()));
     std::vector<float> last(rows + (n - 1) * size_t(V), rows + n * size_t(V));
     std::span<const float> reported = io->logits();
@@ -199,15 +196,13 @@ TEST_P(RepeatedStateProgram, UnplannedOutputsAreBoundToTheStateBuffers) {
   const ValidFixture& f = fixture();
   const size_t L = size_t(io->model().n_layers);
   for (StepKind kind : {StepKind::Prefill, StepKind::Decode}) {
-    io->prepare(kind, 0, std::vector<int64_t>{256});
-    io->bind();
+    ASSERT_TRUE(io->step(kind, 0, std::vector<int64_t>{256}).ok());
     const Execution& exec = hf->execution(kind);
     ASSERT_EQ(exec.method().num_outputs(), 6 * L + 1);
     for (size_t j = 0; j < 3 * L; ++j) {
       EXPECT_EQ(exec.method().output_memory(3 * L + 1 + j), OutputMemory::Unplanned);
       EXPECT_EQ(exec.output_data(3 * L + 1 + j), hf->state_buffer(j)) << step_kind_name(kind) << " output " << 3 * L + 1 + j;
     }
-    ASSERT_TRUE(io->run(nullptr).ok());
   }
   io->reset();
   EXPECT_EQ(greedy_generate(*io, f.prompt, f.greedy_count()), reference());
@@ -312,7 +307,7 @@ TEST(ValidCorpus, TailOfElevenTokensInAContextOfTwelve) {
   // A prefill call there is refused before anything runs.
   io->reset();
   ASSERT_TRUE(io->feed(0, std::vector<int64_t>(8, 65)).ok());
-  EXPECT_THROW(io->prepare(StepKind::Prefill, 8, std::vector<int64_t>{1, 2, 3}), Error);
+  EXPECT_THROW(io->step(StepKind::Prefill, 8, std::vector<int64_t>{1, 2, 3}), Error);
 }
 
 }  // namespace

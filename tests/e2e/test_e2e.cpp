@@ -88,9 +88,7 @@ TEST_P(DemoPerplexity, HeldOutPerplexityMatchesPyTorch) {
     const size_t n_prefill = std::min(prefill_tokens, inputs.size());
     for (const Step& st : io->plan(0, n_prefill)) {
       ASSERT_EQ(st.kind, StepKind::Prefill);
-      io->prepare(st.kind, st.start_pos, inputs.subspan(st.begin, st.count));
-      io->bind();
-      ASSERT_TRUE(io->run(nullptr).ok());
+      ASSERT_TRUE(io->step(st.kind, st.start_pos, inputs.subspan(st.begin, st.count), nullptr).ok());
       const float* all = static_cast<const float*>(hf.execution(StepKind::Prefill).output_data(3 * io->model().n_layers));
       for (size_t r = 0; r < st.count; ++r) {
         total += nll(all + r * V, V, tokens[s + st.begin + r + 1]);
@@ -98,9 +96,7 @@ TEST_P(DemoPerplexity, HeldOutPerplexityMatchesPyTorch) {
       }
     }
     for (size_t i = n_prefill; i < inputs.size(); ++i) {
-      io->prepare(StepKind::Decode, int64_t(i), inputs.subspan(i, 1));
-      io->bind();
-      ASSERT_TRUE(io->run(nullptr).ok());
+      ASSERT_TRUE(io->step(StepKind::Decode, int64_t(i), inputs.subspan(i, 1), nullptr).ok());
       const std::span<const float> logits = io->logits();
       ASSERT_EQ(int64_t(logits.size()), V);
       total += nll(logits.data(), V, tokens[s + i + 1]);

@@ -38,17 +38,13 @@ Logits run(std::shared_ptr<const Program> program, bool fold, int threads) {
   std::vector<int64_t> prompt(70);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int64_t(i * 41 + 7) % V;
   for (const Step& s : io->plan(0, prompt.size())) {
-    io->prepare(s.kind, s.start_pos, std::span(prompt).subspan(s.begin, s.count));
-    io->bind();
-    EXPECT_TRUE(io->run(&pool).ok());
+    EXPECT_TRUE(io->step(s.kind, s.start_pos, std::span(prompt).subspan(s.begin, s.count), &pool).ok());
     const float* all = static_cast<const float*>(hf.execution(StepKind::Prefill).output_data(3 * io->model().n_layers));
     out.prompt.insert(out.prompt.end(), all, all + s.count * V);
   }
   for (int64_t pos = int64_t(prompt.size()); pos < int64_t(prompt.size()) + 4; ++pos) {  // matrix-vector
     const std::vector<int64_t> one = {(pos * 37) % V};
-    io->prepare(StepKind::Decode, pos, one);
-    io->bind();
-    EXPECT_TRUE(io->run(&pool).ok());
+    EXPECT_TRUE(io->step(StepKind::Decode, pos, one, &pool).ok());
     out.decode.insert(out.decode.end(), io->logits().begin(), io->logits().end());
   }
   return out;

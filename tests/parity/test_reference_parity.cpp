@@ -49,9 +49,7 @@ TEST_P(ReferenceParity, PrefillAndDecodeLogitsAndGreedyTokensMatch) {
   // Prompt logits, every real row of every prefill chunk.
   for (const Step& s : io->plan(0, prompt.size())) {
     ASSERT_EQ(s.kind, StepKind::Prefill);
-    io->prepare(s.kind, s.start_pos, std::span(prompt).subspan(s.begin, s.count));
-    io->bind();
-    ASSERT_TRUE(io->run(nullptr).ok());
+    ASSERT_TRUE(io->step(s.kind, s.start_pos, std::span(prompt).subspan(s.begin, s.count), nullptr).ok());
     const float* all = static_cast<const float*>(hf.execution(StepKind::Prefill).output_data(3 * io->model().n_layers));
     for (size_t r = 0; r < s.count; ++r) {
       std::vector<float> got(all + r * V, all + (r + 1) * V);
@@ -70,9 +68,7 @@ TEST_P(ReferenceParity, PrefillAndDecodeLogitsAndGreedyTokensMatch) {
     int64_t next = std::max_element(got.begin(), got.end()) - got.begin();
     tokens.push_back(next);
     std::vector<int64_t> one = {next};
-    io->prepare(StepKind::Decode, pos++, one);
-    io->bind();
-    ASSERT_TRUE(io->run(nullptr).ok());
+    ASSERT_TRUE(io->step(StepKind::Decode, pos++, one, nullptr).ok());
   }
   EXPECT_EQ(tokens, ref["greedy_tokens"].get<std::vector<int64_t>>());
 }

@@ -1,4 +1,4 @@
-// hfstatic run / validate from the command line: exit codes and one-line errors.
+// hfstatic run / validate from the command line: exit codes, one-line errors, what run prints.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -66,6 +66,22 @@ TEST_F(CliRun, RuntimeErrorsExitOneWithOneLine) {
   EXPECT_EQ(overflow.exit_code, 1);
   EXPECT_THAT(overflow.err, AllOf(HasSubstr("start_pos 0"), HasSubstr("41 tokens"), HasSubstr("max_context 32")));
   EXPECT_EQ(lines(overflow.err), 1u);
+}
+
+// The prompt is echoed only once it has been accepted: a prompt past the context prints
+// nothing on stdout, only the error.
+TEST_F(CliRun, TooLongPromptPrintsNothingBeforeTheError) {
+  std::string prompt;
+  for (int i = 0; i < 40; ++i) prompt += "ab ";
+  auto r = test::run_cli({"run", "-m", path_, "-p", prompt, "-n", "4", "-t", "1"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, AllOf(HasSubstr("start_pos 0"), HasSubstr("max_context 32")));
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  // A prompt that fits is echoed before the generated text.
+  auto ok = test::run_cli({"run", "-m", path_, "-p", "ab ab", "-n", "2", "-t", "1", "--ignore-eos"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.out.rfind("ab ab", 0), 0u) << ok.out;
 }
 
 TEST_F(CliRun, ValidateAcceptsAGoodProgram) {

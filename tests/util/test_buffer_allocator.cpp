@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "bench/bench.h"
 #include "util/buffer_allocator.h"
+#include "util/proc_stats.h"
 
 namespace hfstatic {
 namespace {
@@ -30,12 +30,12 @@ TEST(HeapAllocator, ZeroFilledAlignedAndWritableOnBothPaths) {
 }
 
 TEST(HeapAllocator, LargeBuffersTakeMemoryOnlyWhereWritten) {
-  const uint64_t before = bench::current_rss_bytes();
+  const uint64_t before = current_rss_bytes();
   if (before == 0) GTEST_SKIP() << "resident set size is not readable here";
   const size_t bytes = size_t(256) << 20;
   Buffer b(HeapAllocator::instance(), bytes);
   std::memset(b.data(), 1, size_t(1) << 20);  // the first MiB only
-  const uint64_t grown = bench::current_rss_bytes() - before;
+  const uint64_t grown = current_rss_bytes() - before;
   EXPECT_LT(grown, uint64_t(64) << 20) << "a 256 MiB buffer with 1 MiB written made " << (grown >> 20) << " MiB resident";
 }
 
