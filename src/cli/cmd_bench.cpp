@@ -25,7 +25,7 @@ std::string percent_or_unknown(const nlohmann::json& fraction) {
 }
 
 int run_bench_command(const std::vector<std::string>& argv) {
-  Args args(argv, {"-m|--model", "-p|--prompt", "-n|--gen", "-r|--reps", "-t|--threads", "--bandwidth-mib"},
+  Args args(argv, {"-m|--model", "-p|--prompt", "-n|--gen", "-r|--reps", "-t|--threads", "--bandwidth-mib", kMaxBufferFlag},
             {"--json", "--no-ceilings"});
   args.expect_positional(0, "");
   auto model = args.get("--model");
@@ -38,7 +38,7 @@ int run_bench_command(const std::vector<std::string>& argv) {
   o.threads = int(args.get_int("--threads", ThreadPool::hardware_threads(), 1, ThreadPool::kMaxThreads));
   o.bandwidth_bytes = uint64_t(args.get_int("--bandwidth-mib", 1024, 16, 1 << 20)) << 20;
   o.ceilings = !args.has("--no-ceilings");
-  o.runtime = runtime_options_from_env();
+  o.runtime = runtime_options(args);
   bench::BenchResult r = bench::run_bench(o);
   const nlohmann::json& j = r.json;
   if (args.has("--json")) {
@@ -97,7 +97,7 @@ int run_bench_command(const std::vector<std::string>& argv) {
 
 HFSTATIC_COMMAND("bench", "measure prefill/decode throughput against the machine's bandwidth and FMA peak",
                  "-m FILE [-p PROMPT_TOKENS=128] [-n GEN_TOKENS=64] [-r REPS=5] [-t THREADS] [--json]\n"
-                 "       [--no-ceilings] [--bandwidth-mib N=1024]\n"
+                 "       [--no-ceilings] [--bandwidth-mib N=1024] [--max-buffer-mib N]\n"
                  "  pp: the prompt fed from an empty cache; tg: -n decode steps after the prompt.\n"
                  "  HFSTATIC_ISA=scalar|avx2|avx512 caps the kernel variant; HFSTATIC_HUGE_PAGES=0 maps the\n"
                  "  weights (and the bandwidth buffer) without huge pages.",

@@ -64,7 +64,7 @@ GenerationResult chat_loop(Runner& runner, const GenerationConfig& config, const
 int run_run(const std::vector<std::string>& argv) {
   Args args(argv,
             {"-m|--model", "-p|--prompt", "-f|--file", "-n|--n-predict", "--temp", "--top-k", "--top-p", "--min-p",
-             "--repeat-penalty", "--seed", "--tokens", "-t|--threads", "--stop", "--system"},
+             "--repeat-penalty", "--seed", "--tokens", "-t|--threads", "--stop", "--system", kMaxBufferFlag},
             {"--chat", "--stats", "--ignore-eos"});
   args.expect_positional(0, "");
   if (args.has("--prompt") + args.has("--file") + args.has("--tokens") > 1)
@@ -81,7 +81,7 @@ int run_run(const std::vector<std::string>& argv) {
   if (auto stop = args.get("--stop")) config.stop_strings.push_back(*stop);
   RunnerOptions options;
   options.threads = int(args.get_int("--threads", 0, 0, ThreadPool::kMaxThreads));
-  options.runtime = runtime_options_from_env();
+  options.runtime = runtime_options(args);
 
   std::unique_ptr<Runner> runner;
   if (auto model = args.get("--model")) {
@@ -146,6 +146,7 @@ int run_run(const std::vector<std::string>& argv) {
 HFSTATIC_COMMAND("run", "generate text from a program (the embedded default without -m)",
                  "[-m FILE] [-p PROMPT | -f FILE | --tokens ID,ID,...] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
                  "       [--repeat-penalty R] [--seed S] [--stop STRING] [--ignore-eos] [--chat [--system TEXT]] [-t THREADS] [--stats]\n"
+                 "       [--max-buffer-mib N (caches and buffers; default 4x the weights + 512)]\n"
                  "       --chat without -p or -f reads one user message per line from standard input, keeping the conversation",
                  run_run);
 

@@ -16,7 +16,7 @@ namespace hfstatic::cli {
 namespace {
 
 int run_serve(const std::vector<std::string>& argv) {
-  Args args(argv, {"-m|--model", "--host", "--port", "--slots", "--queue", "--api-key", "-t|--threads", "--alias", "--max-body"}, {});
+  Args args(argv, {"-m|--model", "--host", "--port", "--slots", "--queue", "--api-key", "-t|--threads", "--alias", "--max-body", kMaxBufferFlag}, {});
   args.expect_positional(0, "");
   server::ServerOptions options;
   options.host = args.get_or("--host", "127.0.0.1");
@@ -27,7 +27,7 @@ int run_serve(const std::vector<std::string>& argv) {
   options.threads = int(args.get_int("--threads", 0, 0, ThreadPool::kMaxThreads));
   options.max_body_bytes = size_t(args.get_int("--max-body", 1 << 20, 1024, int64_t(1) << 30));
   if (args.has("--api-key") && options.api_key.empty()) throw UsageError{"flag --api-key: the key is empty"};
-  options.runtime = runtime_options_from_env();
+  options.runtime = runtime_options(args);
 
   std::shared_ptr<const Program> program;
   if (auto model = args.get("--model")) {
@@ -75,7 +75,8 @@ int run_serve(const std::vector<std::string>& argv) {
 
 HFSTATIC_COMMAND("serve", "serve a program over an OpenAI-compatible HTTP API (the embedded default without -m)",
                  "[-m FILE] [--host 127.0.0.1] [--port 8080] [--slots N] [--queue N (default 2*slots)] [--api-key KEY]\n"
-                 "       [-t THREADS (per slot)] [--alias NAME] [--max-body BYTES (default 1 MiB)]",
+                 "       [-t THREADS (per slot)] [--alias NAME] [--max-body BYTES (default 1 MiB)]\n"
+                 "       [--max-buffer-mib N (caches and buffers per slot; default 4x the weights + 512)]",
                  run_serve);
 
 }  // namespace hfstatic::cli

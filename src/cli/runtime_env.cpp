@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "cli/args.h"
 #include "cli/command.h"
 #include "util/env.h"
 
@@ -20,6 +21,12 @@ RuntimeOptions runtime_options_from_env() {
   options.fold_ops = env_switch_on("HFSTATIC_FOLD");
   options.idle_prefetch = env_switch_on("HFSTATIC_IDLE_PREFETCH");
   options.huge_pages = env_switch_on("HFSTATIC_HUGE_PAGES");
+  return options;
+}
+
+RuntimeOptions runtime_options(const Args& args) {
+  RuntimeOptions options = runtime_options_from_env();
+  options.max_buffer_bytes = uint64_t(args.get_int(kMaxBufferFlag, 0, 1, int64_t(1) << 30)) << 20;
   return options;
 }
 

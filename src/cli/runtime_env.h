@@ -9,4 +9,10 @@ namespace hfstatic::cli {
 // for an HFSTATIC_ISA it does not know.
 RuntimeOptions runtime_options_from_env();
 
+class Args;
+// The environment, then the flags every command that runs a program takes: --max-buffer-mib N
+// (the caches, masks and arenas a program may ask for; default 4x its weights + 512 MiB).
+inline constexpr const char* kMaxBufferFlag = "--max-buffer-mib";
+RuntimeOptions runtime_options(const Args& args);
+
 }  // namespace hfstatic::cli

@@ -38,23 +38,49 @@ void HfStaticIOManager::load(std::shared_ptr<const Program> program, BufferAlloc
   info_ = model_info(*metadata);
   program_ = program;
 
-  // One set of state for both methods.
+  // One set of state for both methods; every size is checked before anything is allocated.
   const auto inputs = method_inputs(*metadata, 1);
-  state_.clear();
+  std::vector<uint64_t> state_bytes;
   for (size_t slot = 0; slot < hf_static::state_count(info_.n_layers); ++slot) {
     const ValueLayout& input = inputs[state_input(slot)];
-    state_.emplace_back(allocator, size_t(*shape_numel(input.shape)) * dtype_size(input.dtype));
+    state_bytes.push_back(uint64_t(*shape_numel(input.shape)) * dtype_size(input.dtype));
   }
   for (StepKind kind : {StepKind::Prefill, StepKind::Decode}) {
     MethodState& ms = method(kind);
     ms.rows = method_rows(*metadata, kind == StepKind::Prefill);
     ms.method = Method::load(program, kind == StepKind::Prefill ? info_.prefill_method : info_.decode_method, runtime);
+  }
+  check_buffer_bytes(*program, state_bytes, runtime);
+  state_.clear();
+  for (uint64_t bytes : state_bytes) state_.emplace_back(allocator, size_t(bytes));
+  for (StepKind kind : {StepKind::Prefill, StepKind::Decode}) {
+    MethodState& ms = method(kind);
     ms.execution = std::make_unique<Execution>(ms.method, allocator);
     ms.tokens = Buffer(allocator, size_t(ms.rows) * sizeof(int64_t));
     ms.positions = Buffer(allocator, size_t(ms.rows) * sizeof(int64_t));
     ms.mask = Buffer(allocator, size_t(ms.rows * info_.max_context) * sizeof(float));
   }
   reset();
+}
+
+// The caches, masks and arenas a program asks for are not in its file: a file of a few KB could
+// ask for gigabytes. Unless the caller allows more, they may take 4x the weights + 512 MiB.
+void HfStaticIOManager::check_buffer_bytes(const Program& program, const std::vector<uint64_t>& state_bytes,
+                                           const RuntimeOptions& runtime) const {
+  const double mib = 1 << 20;
+  uint64_t caches = 0, total = 0;
+  for (uint64_t b : state_bytes) caches += b;
+  total = caches;
+  for (StepKind kind : {StepKind::Prefill, StepKind::Decode}) {
+    const MethodState& ms = method(kind);
+    total += ms.method->arena_bytes() + uint64_t(ms.rows) * (2 * sizeof(int64_t) + uint64_t(info_.max_context) * sizeof(float));
+  }
+  const uint64_t limit = runtime.max_buffer_bytes ? runtime.max_buffer_bytes : 4 * program.weight_bytes() + (uint64_t(512) << 20);
+  if (total > limit)
+    fail(program.path(), ": running it needs ", total / mib, " MiB of caches and buffers (caches ", caches / mib,
+         " MiB for max_context ", info_.max_context, ", ", info_.n_layers, " layers), more than the ", limit / mib,
+         runtime.max_buffer_bytes ? " MiB allowed" : " MiB allowed by default (4x its weights + 512 MiB)",
+         "; raise the limit with --max-buffer-mib");
 }
 
 void HfStaticIOManager::reset() {

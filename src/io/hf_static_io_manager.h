@@ -40,6 +40,8 @@ class HfStaticIOManager : public IOManager {
   virtual void write_counters(int64_t start_pos);
   virtual void bind_state_outputs(Execution& exec);
   virtual bool prefill_fits(int64_t start_pos) const;
+  void check_buffer_bytes(const Program& program, const std::vector<uint64_t>& state_bytes,
+                          const RuntimeOptions& runtime) const;
 
   struct MethodState {
     std::shared_ptr<const Method> method;

@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "export/graph_builder.h"
 #include "format/program.h"
+#include "io/io_manager.h"
 #include "hostile_support.h"
 #include "test_support.h"
 #include "util/mapped_file.h"
@@ -95,6 +97,40 @@ TEST(HostileFiles, SignalDuringAWriteLeavesNoTemporaryFile) {
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "signal " << sig << ", status " << status;
     EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "signal " << sig << " left a file in " << dir.path();
   }
+}
+
+}  // namespace
+}  // namespace hfstatic
+
+namespace hfstatic {
+namespace {
+
+TEST(HostileFiles, CachesTheWeightsCannotJustifyAreRefusedBeforeAllocating) {
+  // A tiny model exported with a context of 2^24: its caches alone would take gigabytes.
+  test::TempDir dir("hostile-files");
+  const std::string ckpt = dir.file("ckpt");
+  std::filesystem::copy(test::cached_checkpoint("tiny", 1), ckpt);
+  nlohmann::json config = nlohmann::json::parse(read_text_file(ckpt + "/config.json"));
+  config["max_position_embeddings"] = int64_t(1) << 24;
+  hostile::write_bytes(ckpt + "/config.json", [&] {
+    const std::string text = config.dump();
+    return std::vector<uint8_t>(text.begin(), text.end());
+  }());
+  GraphOptions g;
+  g.prefill_len = 4;
+  g.max_context = int64_t(1) << 24;
+  auto huge = Program::load(test::export_to(ckpt, dir.file("huge.hfs"), g));
+  const std::string e = error_of([&] { IOManagerRegistry::instance().load(huge); });
+  EXPECT_THAT(e, AllOf(HasSubstr("huge.hfs: running it needs"), HasSubstr("max_context 16777216"),
+                       HasSubstr("allowed by default (4x its weights + 512 MiB); raise the limit with --max-buffer-mib")));
+  // A limit given explicitly holds for an ordinary program too.
+  g.max_context = 256;
+  auto ordinary = Program::load(test::export_to(test::cached_checkpoint("tiny", 1), dir.file("ordinary.hfs"), g));
+  EXPECT_NO_THROW(IOManagerRegistry::instance().load(ordinary));
+  RuntimeOptions tight;
+  tight.max_buffer_bytes = 1024;
+  EXPECT_THAT(error_of([&] { IOManagerRegistry::instance().load(ordinary, HeapAllocator::instance(), tight); }),
+              HasSubstr("MiB allowed; raise the limit with --max-buffer-mib"));
 }
 
 }  // namespace
