@@ -5,6 +5,7 @@
 
 #include "bench/bench.h"
 #include "cli/args.h"
+#include "cli/runtime_env.h"
 #include "kernels/thread_pool.h"
 
 namespace hfstatic::cli {
@@ -37,6 +38,7 @@ int run_bench_command(const std::vector<std::string>& argv) {
   o.threads = int(args.get_int("--threads", ThreadPool::hardware_threads(), 1, 1024));
   o.bandwidth_bytes = uint64_t(args.get_int("--bandwidth-mib", 1024, 16, 1 << 20)) << 20;
   o.ceilings = !args.has("--no-ceilings");
+  o.runtime = runtime_options_from_env();
   bench::BenchResult r = bench::run_bench(o);
   const nlohmann::json& j = r.json;
   if (args.has("--json")) {

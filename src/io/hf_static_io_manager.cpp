@@ -238,7 +238,7 @@ std::vector<std::string> hf_static_v1_violations(const Program& program) {
 
 std::vector<std::string> HfStaticIOManager::validate(const Program& program) const { return hf_static_v1_violations(program); }
 
-void HfStaticIOManager::load(std::shared_ptr<const Program> program, BufferAllocator& allocator) {
+void HfStaticIOManager::load(std::shared_ptr<const Program> program, BufferAllocator& allocator, const RuntimeOptions& runtime) {
   std::vector<std::string> violations = validate(*program);
   if (!violations.empty()) throw ContractError(program->path(), violations);
   std::vector<std::string> metadata_problems;  // empty unless validate() was relaxed
@@ -257,7 +257,7 @@ void HfStaticIOManager::load(std::shared_ptr<const Program> program, BufferAlloc
   for (StepKind kind : {StepKind::Prefill, StepKind::Decode}) {
     MethodState& ms = method(kind);
     ms.rows = kind == StepKind::Prefill ? info_.prefill_len : 1;
-    ms.method = Method::load(program, kind == StepKind::Prefill ? info_.prefill_method : info_.decode_method);
+    ms.method = Method::load(program, kind == StepKind::Prefill ? info_.prefill_method : info_.decode_method, runtime);
     ms.execution = std::make_unique<Execution>(ms.method, allocator);
     ms.tokens = Buffer(allocator, size_t(ms.rows) * sizeof(int64_t));
     ms.positions = Buffer(allocator, size_t(ms.rows) * sizeof(int64_t));

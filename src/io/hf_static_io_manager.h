@@ -26,7 +26,7 @@ std::vector<std::string> hf_static_v1_violations(const Program& program);
 
 class HfStaticIOManager : public IOManager {
  public:
-  void load(std::shared_ptr<const Program> program, BufferAllocator& allocator) override;
+  void load(std::shared_ptr<const Program> program, BufferAllocator& allocator, const RuntimeOptions& runtime = {}) override;
   const ModelInfo& model() const override { return info_; }
   void reset() override;
   std::vector<Step> plan(int64_t start_pos, size_t n_tokens) const override;

@@ -48,7 +48,8 @@ std::vector<std::string> IOManagerRegistry::supported() const {
   return out;
 }
 
-std::unique_ptr<IOManager> IOManagerRegistry::load(std::shared_ptr<const Program> program, BufferAllocator& allocator) const {
+std::unique_ptr<IOManager> IOManagerRegistry::load(std::shared_ptr<const Program> program, BufferAllocator& allocator,
+                                                   const RuntimeOptions& runtime) const {
   const nlohmann::json& m = program->metadata();
   std::string list;
   for (const auto& s : supported()) list += (list.empty() ? "" : ", ") + s;
@@ -61,7 +62,7 @@ std::unique_ptr<IOManager> IOManagerRegistry::load(std::shared_ptr<const Program
   for (const auto& e : entries_) {
     if (e.contract == contract->get<std::string>() && e.version == version->get<int64_t>()) {
       auto io = e.factory();
-      io->load(std::move(program), allocator);
+      io->load(std::move(program), allocator, runtime);
       return io;
     }
   }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/runtime_options.h"
 #include "format/program.h"
 #include "util/buffer_allocator.h"
 #include "util/error.h"
@@ -39,8 +40,9 @@ class IOManager {
  public:
   virtual ~IOManager() = default;
 
-  // Validates the program against the contract and allocates every buffer; throws Error.
-  virtual void load(std::shared_ptr<const Program> program, BufferAllocator& allocator) = 0;
+  // Validates the program against the contract, loads its methods with `runtime` and allocates
+  // every buffer; throws Error.
+  virtual void load(std::shared_ptr<const Program> program, BufferAllocator& allocator, const RuntimeOptions& runtime = {}) = 0;
   virtual const ModelInfo& model() const = 0;
   // Forgets everything fed so far: the next prompt starts at position 0.
   virtual void reset() = 0;
@@ -68,8 +70,8 @@ class IOManagerRegistry {
   void add(const std::string& contract, int64_t version, IOManagerFactory factory);
   // Creates and loads the IOManager the program's metadata asks for; an unknown pair is an
   // Error listing the supported ones.
-  std::unique_ptr<IOManager> load(std::shared_ptr<const Program> program,
-                                  BufferAllocator& allocator = HeapAllocator::instance()) const;
+  std::unique_ptr<IOManager> load(std::shared_ptr<const Program> program, BufferAllocator& allocator = HeapAllocator::instance(),
+                                  const RuntimeOptions& runtime = {}) const;
   std::vector<std::string> supported() const;  // "hf_static v1", ...
 
  private:
