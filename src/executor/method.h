@@ -71,9 +71,10 @@ class Method {
     size_t index;  // alias: input index
   };
   // What run() executes, nodes [first, first + count): one node, or consecutive nodes of an op
-  // with run_group that share their first input (q/k/v, gate/up) as one pass. A step of linear
-  // nodes may also begin with the rms_norm or silu_mul node just before them that produces
-  // their input, when nothing else reads it (`folded`): one pass instead of two.
+  // with run_group that share their first input (q/k/v, gate/up) as one pass. A step of an op
+  // that takes_linear_fusion (linear) may also begin with the node just before it that produces
+  // its input, when that node's op has a linear_fusion (rms_norm, silu_mul) and nothing else
+  // reads the input (`folded`): one pass instead of two.
   struct Step {
     size_t first, count;
     bool folded = false;
