@@ -12,6 +12,7 @@
 #include "contract/hf_static_contract.h"
 #include "format/program.h"
 #include "io/io_manager.h"
+#include "bench/fma_probe.h"
 #include "kernels/isa.h"
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
@@ -61,14 +62,14 @@ json Stats::to_json() const { return {{"median", median}, {"min", min}, {"max", 
 
 // ---- machine ceilings -------------------------------------------------------------------
 
-BandwidthProbe::BandwidthProbe(ThreadPool* pool, uint64_t bytes)
+BandwidthProbe::BandwidthProbe(ThreadPool* pool, uint64_t bytes, bool huge_pages)
     : pool_(pool),
       parts_(pool ? pool->threads() : 1),
       n_(size_t(bytes / 64 * 64 / sizeof(uint64_t))),
       bytes_(n_ * sizeof(uint64_t)),
       buf_(static_cast<uint64_t*>(std::aligned_alloc(2 << 20, (bytes_ + (2 << 20) - 1) / (2 << 20) * (2 << 20))), std::free) {
   if (!buf_) fail("cannot allocate ", bytes_ >> 20, " MiB for the bandwidth test");
-  advise_huge_pages(buf_.get(), bytes_);  // as the program's weights get (MappedFile::open)
+  if (huge_pages) advise_huge_pages(buf_.get(), bytes_);  // as the program's weights get (MappedFile::open)
   ScopedThreadPool scope(pool_);
   parallel_for(parts_, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
@@ -144,9 +145,7 @@ double BandwidthProbe::triad_gbps(int passes) {
   return best;
 }
 
-double fma_peak_gflops(ThreadPool* pool, int runs) {
-  const kernels::Isa isa = kernels::active_isa();
-  const kernels::KernelTable* k = kernels::kernel_table(isa);
+double fma_peak_gflops(ThreadPool* pool, int runs, kernels::Isa isa) {
   ScopedThreadPool scope(pool);
   const int64_t threads = pool ? pool->threads() : 1;
   // Many short runs, best one: robust to other processes sharing the cores.
@@ -156,7 +155,7 @@ double fma_peak_gflops(ThreadPool* pool, int runs) {
     std::vector<double> flops(size_t(threads), 0);
     auto t0 = Clock::now();
     parallel_for(threads, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) flops[size_t(i)] = k->fma_probe(iters);
+      for (int64_t i = b; i < e; ++i) flops[size_t(i)] = fma_probe(isa, iters);
     });
     const double t = seconds_since(t0);
     double total = 0;
@@ -166,10 +165,11 @@ double fma_peak_gflops(ThreadPool* pool, int runs) {
   return best;
 }
 
-PeakResult measure_peak(ThreadPool* pool) {
+PeakResult measure_peak(ThreadPool* pool, kernels::Isa isa) {
   PeakResult r;
-  r.isa = kernels::isa_name(kernels::active_isa());
-  r.fma_gflops = fma_peak_gflops(pool, 50);
+  r.isa = kernels::isa_name(isa);
+  r.fma_gflops = fma_peak_gflops(pool, 50, isa);
+  const kernels::KernelTable& k = *kernels::kernel_table(isa);
   ScopedThreadPool scope(pool);
   // In-cache matrix multiply: 128 rows x 512 -> 512, float32 weights (1 MiB).
   const int64_t rows = 128, in = 512, out = 512;
@@ -180,7 +180,7 @@ PeakResult measure_peak(ThreadPool* pool) {
   for (auto& v : w) v = d(rng);
   for (int rep = 0; rep < 30; ++rep) {
     auto t0 = Clock::now();
-    kernels::linear(x.data(), rows, in, w.data(), DType::F32, out, nullptr, DType::F32, y.data());
+    k.linear(x.data(), rows, in, w.data(), DType::F32, out, nullptr, DType::F32, y.data());
     const double t = seconds_since(t0);
     r.gemm_gflops = std::max(r.gemm_gflops, 2.0 * rows * in * out / t / 1e9);
   }
@@ -261,6 +261,7 @@ BenchResult run_bench(const BenchOptions& o) {
   const MethodCost prefill_cost = method_cost(*program, info.prefill_method);
   const MethodCost decode_cost = method_cost(*program, info.decode_method);
 
+  const kernels::Isa isa = kernels::best_isa(o.runtime.isa.value_or(kernels::Isa::Avx512));  // the methods' kernels
   ThreadPool pool(threads);
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int64_t> tok(0, info.vocab_size - 1);
@@ -354,7 +355,7 @@ BenchResult run_bench(const BenchOptions& o) {
                 {"cache_bytes", cache_bytes},
                 {"file_bytes", program->file_size()}};
   j["threads"] = threads;
-  j["isa"] = kernels::isa_name(kernels::active_isa());
+  j["isa"] = kernels::isa_name(isa);
   j["load"] = {{"seconds", load_s},
                {"rss_growth_bytes", rss_loaded > rss_start ? rss_loaded - rss_start : 0},
                {"first_prompt_seconds", first_s},
@@ -377,9 +378,9 @@ BenchResult run_bench(const BenchOptions& o) {
                  {"within_budget", double(peak_rss) <= budget}};
 
   if (o.ceilings) {
-    BandwidthProbe probe(&pool, o.bandwidth_bytes);
+    BandwidthProbe probe(&pool, o.bandwidth_bytes, o.runtime.huge_pages);
     const double read_gbps = probe.read_gbps(5), triad_gbps = probe.triad_gbps(5);
-    PeakResult peak = measure_peak(&pool);
+    PeakResult peak = measure_peak(&pool, isa);
     j["machine"] = {{"threads", threads},
                     {"read_gbps", read_gbps},
                     {"triad_gbps", triad_gbps},
@@ -408,7 +409,7 @@ BenchResult run_bench(const BenchOptions& o) {
       double unused_cpu = 0;
       for (int rep = 0; rep < o.reps; ++rep) {
         const double gflops = prefill_flops / time_prefill(&unused_cpu) / 1e9;
-        ratios.push_back(gflops / fma_peak_gflops(&pool, 10));
+        ratios.push_back(gflops / fma_peak_gflops(&pool, 10, isa));
       }
       j["pp"]["fraction_of_peak_paired"] = Stats::of(ratios).to_json();
     }

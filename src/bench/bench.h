@@ -28,12 +28,12 @@ struct Stats {
 
 // ---- machine ceilings -------------------------------------------------------------------
 
-// A buffer much larger than the caches, advised huge pages as the weights' mapping is,
-// allocated and touched once (from the threads that will read it), then measured by
-// STREAM-style passes split over the pool's threads (none: one thread).
+// A buffer much larger than the caches, advised huge pages as the weights' mapping is (unless
+// huge_pages is false), allocated and touched once (from the threads that will read it), then
+// measured by STREAM-style passes split over the pool's threads (none: one thread).
 class BandwidthProbe {
  public:
-  BandwidthProbe(ThreadPool* pool, uint64_t bytes);
+  BandwidthProbe(ThreadPool* pool, uint64_t bytes, bool huge_pages = true);
   uint64_t bytes() const { return bytes_; }
   double read_gbps(int passes);   // best pass: sum over the buffer (the decode access pattern)
   double triad_gbps(int passes);  // best pass: a = b + s * c (STREAM convention: 3 arrays counted)
@@ -54,10 +54,11 @@ struct PeakResult {
   double gemm_gflops = 0;  // the library's linear kernel on an in-cache problem
   std::string isa;
 };
-PeakResult measure_peak(ThreadPool* pool);
+// With the vectors and kernels of `isa` (supported by this CPU).
+PeakResult measure_peak(ThreadPool* pool, kernels::Isa isa);
 // Best of `runs` short runs of independent FMAs on every thread of `pool` (none: one thread),
-// GFLOP/s with the active ISA: measure_peak's fma_gflops, which takes 50.
-double fma_peak_gflops(ThreadPool* pool, int runs);
+// GFLOP/s with the vectors of `isa`: measure_peak's fma_gflops, which takes 50.
+double fma_peak_gflops(ThreadPool* pool, int runs, kernels::Isa isa);
 
 // ---- cost model ---------------------------------------------------------------------------
 

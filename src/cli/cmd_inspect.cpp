@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/args.h"
+#include "cli/runtime_env.h"
 #include "executor/method.h"
 #include "format/program.h"
 
@@ -22,7 +23,8 @@ uint64_t value_bytes(const ValueSpec& v) { return uint64_t(*shape_numel(v.shape)
 int run_inspect(const std::vector<std::string>& argv) {
   Args args(argv, {}, {});
   args.expect_positional(1, "FILE (a program file)");
-  auto program = Program::load(args.positional()[0]);
+  const RuntimeOptions runtime = runtime_options_from_env();
+  auto program = Program::load(args.positional()[0], runtime.huge_pages ? PagePolicy::HugePages : PagePolicy::Plain);
   std::printf("program %s (%s)\n", program->path().c_str(), human_bytes(program->file_size()).c_str());
   std::printf("metadata:\n");
   for (auto it = program->metadata().begin(); it != program->metadata().end(); ++it)
@@ -36,7 +38,7 @@ int run_inspect(const std::vector<std::string>& argv) {
   for (const auto& m : program->spec().methods) {
     std::string arena = "invalid graph";
     try {
-      arena = human_bytes(Method::load(program, m.name)->arena_bytes());
+      arena = human_bytes(Method::load(program, m.name, runtime)->arena_bytes());
     } catch (const std::exception& e) {
       arena = std::string("invalid graph: ") + e.what();
     }

@@ -1,7 +1,9 @@
 // Validated, memory-planned methods and their executions.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,6 +11,8 @@
 #include "executor/ops.h"
 #include "executor/runtime_options.h"
 #include "format/program.h"
+#include "kernels/isa.h"
+#include "kernels/kernels.h"
 #include "kernels/parallel.h"
 #include "util/buffer_allocator.h"
 
@@ -16,15 +20,11 @@ namespace hfstatic {
 
 class ThreadPool;
 
-// Whether Method::load folds an rms_norm or silu_mul into the step of linear nodes that reads
-// its output (see Method::Step): yes unless HFSTATIC_FOLD=0, or as last set (tests and
-// benchmarks compare both; a loaded method keeps what it was loaded with).
-bool op_folding_enabled();
-void set_op_folding_enabled(bool enabled);
-
 class Method {
  public:
-  // Validates and plans `name` of `program`; throws Error "method 'NAME' ...: problem".
+  // Validates and plans `name` of `program`; throws Error "method 'NAME' ...: problem". The
+  // method runs with the kernels of the best ISA at or below options.isa, folds ops into linear
+  // steps when options.fold_ops, and has waiting threads prefetch when options.idle_prefetch.
   static std::shared_ptr<const Method> load(std::shared_ptr<const Program> program, const std::string& name,
                                             const RuntimeOptions& options = {});
 
@@ -44,6 +44,8 @@ class Method {
   size_t num_steps() const { return steps_.size(); }
   // Steps that begin with a node folded into the linear nodes after it.
   size_t num_folded_steps() const;
+  // The ISA of the kernels it runs.
+  kernels::Isa isa() const { return isa_; }
 
  private:
   friend class Execution;
@@ -69,9 +71,10 @@ class Method {
     size_t index;  // alias: input index
   };
   // What run() executes, nodes [first, first + count): one node, or consecutive nodes of an op
-  // with run_group that share their first input (q/k/v, gate/up) as one pass. A step of linear
-  // nodes may also begin with the rms_norm or silu_mul node just before them that produces
-  // their input, when nothing else reads it (`folded`): one pass instead of two.
+  // with run_group that share their first input (q/k/v, gate/up) as one pass. A step of an op
+  // that takes_linear_fusion (linear) may also begin with the node just before it that produces
+  // its input, when that node's op has a linear_fusion (rms_norm, silu_mul) and nothing else
+  // reads the input (`folded`): one pass instead of two.
   struct Step {
     size_t first, count;
     bool folded = false;
@@ -79,7 +82,35 @@ class Method {
     // only value of the step read outside it: run() may compute only the rows the caller wants.
     size_t sliceable_output = SIZE_MAX;
   };
-  void fold_into_linear_steps(const std::vector<std::vector<size_t>>& readers, const std::vector<bool>& is_output);
+  // What validation learns on the way: value ids by name, which are produced, and for each the
+  // nodes that first and last use it (planning turns them into lifetimes); inputs updated in place.
+  struct Uses {
+    std::map<std::string, size_t> ids;
+    std::vector<bool> produced;
+    std::vector<size_t> first, last;
+    std::set<size_t> mutated;
+  };
+  // Who reads each value: the nodes (in order, each once), and whether it is a method output.
+  struct Readers {
+    std::vector<std::vector<size_t>> nodes;
+    std::vector<bool> is_output;
+    // Value id is no method output and only nodes [first, end) read it.
+    bool only_within(size_t id, size_t first, size_t end) const;
+  };
+
+  // Validation (method_validate.cpp): every value defined before use and produced once, each
+  // node checked against its op, outputs resolvable.
+  void add_values(Uses& uses);
+  size_t add_weight(const std::string& name, Uses& uses);
+  void add_node(size_t index, Uses& uses);
+  void check_all_produced(const Uses& uses) const;
+  void add_outputs(Uses& uses);
+  // Planning (method_plan.cpp): steps, folding, row slicing, the arena.
+  void group_steps();
+  Readers readers() const;
+  void fold_into_linear_steps(const Readers& readers);
+  void mark_sliceable_steps(const Readers& readers);
+  void plan_arena(const Uses& uses);
 
   std::shared_ptr<const Program> program_;
   const MethodSpec* spec_ = nullptr;
@@ -88,6 +119,9 @@ class Method {
   std::vector<Step> steps_;
   std::vector<Output> outputs_;
   uint64_t arena_bytes_ = 0;
+  kernels::Isa isa_ = kernels::Isa::Scalar;
+  const kernels::KernelTable* kernels_ = nullptr;
+  bool idle_prefetch_ = true;
 };
 
 // One caller's run state for a method: the arena and the bindings. Not thread-safe; use one
@@ -114,6 +148,15 @@ class Execution {
   Status run(ThreadPool* pool = nullptr);
 
  private:
+  // The tensor of value id as bound now (a folded value has no data).
+  Tensor tensor(size_t id) const;
+  // Makes idle_plans_ for `threads` threads.
+  void plan_idle_prefetch(int threads);
+  // Cuts every [1, T, *] operand of `step` to the rows the caller wants of its sliceable output;
+  // `slices` holds the cut shapes.
+  void slice_rows(size_t step, std::vector<std::vector<Tensor>>& ins, std::vector<std::vector<Tensor>>& outs,
+                  std::vector<Shape>& slices) const;
+
   std::shared_ptr<const Method> method_;
   Buffer arena_;
   std::vector<void*> inputs_;

@@ -88,14 +88,15 @@ OpSignature check_embedding(const std::vector<OpOperand>& in, const json&) {
   return {{f32({in[0].spec->shape[0], in[0].spec->shape[1], in[1].spec->shape[1]})}, {}, {}};
 }
 
-Status run_embedding(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void*) {
+Status run_embedding(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                     const void*) {
   const int64_t* ids = in[0].as<int64_t>();
   const int64_t rows = numel(in[0]), vocab = in[1].dim(0), width = in[1].dim(1);
   const size_t row_bytes = size_t(width) * dtype_size(in[1].dtype);
   for (int64_t r = 0; r < rows; ++r) {
     if (ids[r] < 0 || ids[r] >= vocab)
       return Status::error(cat("token id ", ids[r], " at row ", r, " is outside the vocabulary [0, ", vocab, ")"));
-    kernels::load_row(in[1].as<uint8_t>() + size_t(ids[r]) * row_bytes, in[1].dtype, width, out[0].as<float>() + r * width);
+    k.load_row(in[1].as<uint8_t>() + size_t(ids[r]) * row_bytes, in[1].dtype, width, out[0].as<float>() + r * width);
   }
   return {};
 }
@@ -130,10 +131,20 @@ OpSignature check_head_rms_norm(const std::vector<OpOperand>& in, const json& at
   return {{out_like(*in[0].spec)}, {}, prepared(NormAttrs{eps, head_dim})};
 }
 
-Status run_rms_norm(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void* p) {
+Status run_rms_norm(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                    const void* p) {
   const auto& a = *static_cast<const NormAttrs*>(p);
-  kernels::rms_norm(in[0].as<float>(), numel(in[0]) / a.group, a.group, in[1].data, in[1].dtype, a.eps, out[0].as<float>());
+  k.rms_norm(in[0].as<float>(), numel(in[0]) / a.group, a.group, in[1].data, in[1].dtype, a.eps, out[0].as<float>());
   return {};
+}
+
+// The norm computed inside the linear group that reads it (OpDef::linear_fusion).
+kernels::LinearFusion rms_norm_fusion(const std::vector<Tensor>& in, const void* p) {
+  kernels::LinearFusion fusion;
+  fusion.norm_w = in[1].data;
+  fusion.norm_type = in[1].dtype;
+  fusion.norm_eps = static_cast<const NormAttrs*>(p)->eps;
+  return fusion;
 }
 
 // ---- linear --------------------------------------------------------------------------------
@@ -161,25 +172,28 @@ kernels::LinearOutput linear_output(const std::vector<Tensor>& in, const std::ve
           out.empty() ? nullptr : out[0].as<float>()};
 }
 
-std::vector<PrefetchRange> linear_first_reads(const std::vector<std::vector<Tensor>>& in, int threads, size_t bytes) {
+std::vector<PrefetchRange> linear_first_reads(const kernels::KernelTable& k, std::span<const std::vector<Tensor>> in,
+                                              int threads, size_t bytes) {
   std::vector<kernels::LinearOutput> group;
   for (const auto& node : in) group.push_back(linear_output(node, {}));
   const Tensor& x = in[0][0];
-  return kernels::linear_group_first_reads(x.dim(1), x.dim(2), group.data(), int(group.size()), threads, bytes);
+  return k.linear_group_first_reads(x.dim(1), x.dim(2), group.data(), int(group.size()), threads, bytes);
 }
 
-Status run_linear(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void*) {
+Status run_linear(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                  const void*) {
   const kernels::LinearOutput one = linear_output(in, out);
-  kernels::linear_group(in[0].as<float>(), in[0].dim(1), in[0].dim(2), &one, 1);
+  k.linear_group(in[0].as<float>(), in[0].dim(1), in[0].dim(2), &one, 1, nullptr);
   return {};
 }
 
-Status run_linear_group(const std::vector<std::vector<Tensor>>& in, const std::vector<std::vector<Tensor>>& out) {
+Status run_linear_group(const kernels::KernelTable& k, std::span<const std::vector<Tensor>> in,
+                        std::span<const std::vector<Tensor>> out, const kernels::LinearFusion* fusion) {
   std::vector<kernels::LinearOutput> group;
   group.reserve(in.size());
   for (size_t i = 0; i < in.size(); ++i) group.push_back(linear_output(in[i], out[i]));
   const Tensor& x = in[0][0];
-  kernels::linear_group(x.as<float>(), x.dim(1), x.dim(2), group.data(), int(group.size()));
+  k.linear_group(x.as<float>(), x.dim(1), x.dim(2), group.data(), int(group.size()), fusion);
   return {};
 }
 
@@ -233,10 +247,11 @@ OpSignature check_rope(const std::vector<OpOperand>& in, const json& attrs) {
   return {{out_like(*in[0].spec)}, {}, prepared(RopeAttrs{head_dim, rope_inv_freq(head_dim, theta, scaling)})};
 }
 
-Status run_rope(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void* p) {
+Status run_rope(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                const void* p) {
   const auto& a = *static_cast<const RopeAttrs*>(p);
   int64_t rows = in[0].dim(1), heads = in[0].dim(2) / a.head_dim;
-  kernels::rope(in[0].as<float>(), out[0].as<float>(), rows, heads, a.head_dim, in[1].as<int64_t>(), a.inv_freq.data());
+  k.rope(in[0].as<float>(), out[0].as<float>(), rows, heads, a.head_dim, in[1].as<int64_t>(), a.inv_freq.data());
   return {};
 }
 
@@ -291,7 +306,8 @@ int64_t count_real_rows(const float* mask, int64_t rows, int64_t context) {
   return real;
 }
 
-Status run_cache_write(const std::vector<Tensor>& in, const std::vector<Tensor>&, const void*) {
+Status run_cache_write(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>&,
+                       const void*) {
   const int64_t rows = in[0].dim(1), heads = in[2].dim(1), context = in[2].dim(2), head_dim = in[2].dim(3);
   int64_t& counter = *in[4].as<int64_t>();
   int64_t real = count_real_rows(in[5].as<float>(), rows, context);
@@ -303,7 +319,7 @@ Status run_cache_write(const std::vector<Tensor>& in, const std::vector<Tensor>&
   parallel_for(2 * real * heads, 64, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t which = item / (real * heads), r = item / heads % real, h = item % heads;
-      kernels::store_row(in[which].as<float>() + (r * heads + h) * head_dim, head_dim,
+      k.store_row(in[which].as<float>() + (r * heads + h) * head_dim, head_dim,
                          in[2 + which].as<uint8_t>() + size_t((h * context + counter + r) * head_dim) * elem, in[2].dtype);
     }
   });
@@ -336,10 +352,11 @@ OpSignature check_attention(const std::vector<OpOperand>& in, const json& attrs)
   return {{out_like(*in[0].spec)}, {}, prepared(AttentionAttrs{n_heads, head_dim, float(scale)})};
 }
 
-Status run_attention(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void* p) {
+Status run_attention(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                     const void* p) {
   const auto& a = *static_cast<const AttentionAttrs*>(p);
-  kernels::attention(in[0].as<float>(), in[0].dim(1), a.n_heads, in[1].dim(1), a.head_dim, in[1].data, in[2].data,
-                     in[1].dtype, in[1].dim(2), in[3].as<float>(), a.scale, out[0].as<float>());
+  k.attention(in[0].as<float>(), in[0].dim(1), a.n_heads, in[1].dim(1), a.head_dim, in[1].data, in[2].data, in[1].dtype,
+              in[1].dim(2), in[3].as<float>(), a.scale, out[0].as<float>());
   return {};
 }
 
@@ -353,13 +370,21 @@ OpSignature check_binary(const std::vector<OpOperand>& in, const json&) {
   return {{out_like(*in[0].spec)}, {}, {}};
 }
 
-Status run_silu_mul(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void*) {
-  kernels::silu_mul(in[0].as<float>(), in[1].as<float>(), numel(in[0]), out[0].as<float>());
+Status run_silu_mul(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                    const void*) {
+  k.silu_mul(in[0].as<float>(), in[1].as<float>(), numel(in[0]), out[0].as<float>());
   return {};
 }
 
-Status run_add(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void*) {
-  kernels::add(in[0].as<float>(), in[1].as<float>(), numel(in[0]), out[0].as<float>());
+kernels::LinearFusion silu_mul_fusion(const std::vector<Tensor>& in, const void*) {
+  kernels::LinearFusion fusion;
+  fusion.up = in[1].as<float>();
+  return fusion;
+}
+
+Status run_add(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+               const void*) {
+  k.add(in[0].as<float>(), in[1].as<float>(), numel(in[0]), out[0].as<float>());
   return {};
 }
 
@@ -368,7 +393,7 @@ OpSignature check_copy(const std::vector<OpOperand>& in, const json&) {
   return {{out_like(*in[0].spec)}, {}, {}};
 }
 
-Status run_copy(const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void*) {
+Status run_copy(const kernels::KernelTable&, const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void*) {
   // An output bound to the very buffer it copies from is already up to date.
   if (out[0].data != in[0].data)
     std::memmove(out[0].data, in[0].data, size_t(numel(in[0])) * dtype_size(in[0].dtype));
@@ -376,39 +401,25 @@ Status run_copy(const std::vector<Tensor>& in, const std::vector<Tensor>& out, c
 }
 
 constexpr OpDef kOps[] = {
-    {"embedding", check_embedding, run_embedding},
-    {"rms_norm", check_rms_norm, run_rms_norm, nullptr, true},
-    {"head_rms_norm", check_head_rms_norm, run_rms_norm, nullptr, true},
-    {"linear", check_linear, run_linear, run_linear_group, true, linear_first_reads},
-    {"rope", check_rope, run_rope},
-    {"cache_write", check_cache_write, run_cache_write},
-    {"attention", check_attention, run_attention},
-    {"silu_mul", check_binary, run_silu_mul, nullptr, true},
-    {"add", check_binary, run_add, nullptr, true},
-    {"copy", check_copy, run_copy},
+    {.name = "embedding", .check = check_embedding, .run = run_embedding},
+    {.name = "rms_norm", .check = check_rms_norm, .run = run_rms_norm, .row_wise = true, .linear_fusion = rms_norm_fusion},
+    {.name = "head_rms_norm", .check = check_head_rms_norm, .run = run_rms_norm, .row_wise = true},
+    {.name = "linear",
+     .check = check_linear,
+     .run = run_linear,
+     .run_group = run_linear_group,
+     .row_wise = true,
+     .first_reads = linear_first_reads,
+     .takes_linear_fusion = true},
+    {.name = "rope", .check = check_rope, .run = run_rope},
+    {.name = "cache_write", .check = check_cache_write, .run = run_cache_write},
+    {.name = "attention", .check = check_attention, .run = run_attention},
+    {.name = "silu_mul", .check = check_binary, .run = run_silu_mul, .row_wise = true, .linear_fusion = silu_mul_fusion},
+    {.name = "add", .check = check_binary, .run = run_add, .row_wise = true},
+    {.name = "copy", .check = check_copy, .run = run_copy},
 };
 
 }  // namespace
-
-bool folds_into_linear(const OpDef* op) { return op && (op->check == check_rms_norm || op->run == run_silu_mul); }
-
-Status run_linear_folded(const OpDef* folded, const void* prepared, const std::vector<std::vector<Tensor>>& ins,
-                         const std::vector<std::vector<Tensor>>& outs) {
-  std::vector<kernels::LinearOutput> group;
-  group.reserve(ins.size() - 1);
-  for (size_t k = 1; k < ins.size(); ++k) group.push_back(linear_output(ins[k], outs[k]));
-  kernels::LinearFusion fusion;
-  if (folded->check == check_rms_norm) {
-    fusion.norm_w = ins[0][1].data;
-    fusion.norm_type = ins[0][1].dtype;
-    fusion.norm_eps = static_cast<const NormAttrs*>(prepared)->eps;
-  } else {
-    fusion.up = ins[0][1].as<float>();
-  }
-  const Tensor& x = ins[0][0];
-  kernels::linear_group(x.as<float>(), x.dim(1), x.dim(2), group.data(), int(group.size()), &fusion);
-  return {};
-}
 
 const OpDef* find_op(const std::string& name) {
   for (const auto& op : kOps)

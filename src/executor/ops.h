@@ -3,10 +3,12 @@
 #pragma once
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "format/program_spec.h"
+#include "kernels/kernels.h"
 #include "kernels/parallel.h"
 #include "util/error.h"
 
@@ -37,28 +39,30 @@ struct OpDef {
   const char* name;
   // Throws Error with a message naming the operand or attribute at fault.
   OpSignature (*check)(const std::vector<OpOperand>& inputs, const nlohmann::json& attrs);
-  Status (*run)(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs, const void* prepared);
+  // Runs one node with the kernels of `k` (the method's ISA).
+  Status (*run)(const kernels::KernelTable& k, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                const void* prepared);
   // Optional: runs consecutive nodes of this op that share their first input as one pass
-  // (inputs[i] and outputs[i] are node i's). The executor groups such nodes at load.
-  Status (*run_group)(const std::vector<std::vector<Tensor>>& inputs, const std::vector<std::vector<Tensor>>& outputs) =
-      nullptr;
+  // (inputs[i] and outputs[i] are node i's). The executor groups such nodes at load. fusion:
+  // the op folded into the group (only for an op that takes_linear_fusion), or null; with one,
+  // inputs[i][0] is the folded node's first input, which the group reads through the fusion.
+  Status (*run_group)(const kernels::KernelTable& k, std::span<const std::vector<Tensor>> inputs,
+                      std::span<const std::vector<Tensor>> outputs, const kernels::LinearFusion* fusion) = nullptr;
   // Row r of every [1, T, N] output depends only on row r of the [1, T, *] inputs, so the op
   // can run on a slice of rows (the executor does when only some rows of an output are wanted).
   bool row_wise = false;
   // Optional: what each of `threads` threads reads first when a step of this op runs on these
   // inputs (inputs[i] node i's), at most `bytes` each; the threads prefetch it while they wait
   // in the step before.
-  std::vector<PrefetchRange> (*first_reads)(const std::vector<std::vector<Tensor>>& inputs, int threads,
-                                            size_t bytes) = nullptr;
+  std::vector<PrefetchRange> (*first_reads)(const kernels::KernelTable& k, std::span<const std::vector<Tensor>> inputs,
+                                            int threads, size_t bytes) = nullptr;
+  // Optional: the kernels::LinearFusion that computes a node of this op (inputs, prepared) inside
+  // a group of linear products reading its output: an op with it can be folded into the step
+  // of an op that takes_linear_fusion, when nothing else reads its output.
+  kernels::LinearFusion (*linear_fusion)(const std::vector<Tensor>& inputs, const void* prepared) = nullptr;
+  // run_group takes a folded op's LinearFusion.
+  bool takes_linear_fusion = false;
 };
-
-// Whether a step of linear nodes can take in the node of `op` that produces their shared input
-// (an rms_norm or a silu_mul), when nothing else reads it: kernels::LinearFusion.
-bool folds_into_linear(const OpDef* op);
-// Runs such a step as one pass: ins[k] and outs[k] are its node k's, node 0 the folded one (of
-// op `folded`, with `prepared`).
-Status run_linear_folded(const OpDef* folded, const void* prepared, const std::vector<std::vector<Tensor>>& ins,
-                         const std::vector<std::vector<Tensor>>& outs);
 
 const OpDef* find_op(const std::string& name);
 std::vector<std::string> op_names();

@@ -4,7 +4,6 @@
 #include <cstring>
 #include <limits>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "kernels/isa.h"
@@ -180,18 +179,11 @@ void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* 
   }
 }
 
-double fma_probe(int64_t iters) {
-  float a[8] = {0, 1e-3f, 2e-3f, 3e-3f, 4e-3f, 5e-3f, 6e-3f, 7e-3f};
-  for (int64_t it = 0; it < iters; ++it) {
-    for (int i = 0; i < 8; ++i) a[i] = a[i] * 0.999999f + 1e-7f;
-    __asm__ volatile("" : "+m"(a));
-  }
-  volatile float sink = a[0] + a[7];
-  (void)sink;
-  return double(iters) * 8 * 2;
-}
+// The scalar kernels split a group differently from the SIMD ones: nothing to plan.
+std::vector<PrefetchRange> linear_group_first_reads(int64_t, int64_t, const LinearOutput*, int, int, size_t) { return {}; }
 
-const KernelTable table = {load_row, store_row, linear_group, rms_norm, rope, attention, silu_mul, add, fma_probe};
+const KernelTable table = {load_row, store_row, linear_group, linear_group_first_reads, rms_norm, rope, attention, silu_mul,
+                           add};
 
 }  // namespace scalar
 
@@ -204,7 +196,7 @@ extern const KernelTable table;
 }
 #endif
 
-// ---- dispatch --------------------------------------------------------------------------------
+// ---- selection -------------------------------------------------------------------------------
 
 namespace {
 
@@ -225,29 +217,6 @@ bool cpu_has(Isa isa) {
 #endif
 }
 
-Isa detect_best() {
-  Isa cap = Isa::Avx512;
-  if (const char* env = std::getenv("HFSTATIC_ISA")) {
-    std::string v(env);
-    if (v == "scalar") cap = Isa::Scalar;
-    else if (v == "avx2") cap = Isa::Avx2;
-  }
-  for (Isa isa : {Isa::Avx512, Isa::Avx2})
-    if (int(isa) <= int(cap) && cpu_has(isa)) return isa;
-  return Isa::Scalar;
-}
-
-struct Active {
-  Isa isa;
-  const KernelTable* table;
-  Active() : isa(detect_best()), table(kernel_table(isa)) {}
-};
-
-Active& active() {
-  static Active a;
-  return a;
-}
-
 }  // namespace
 
 const char* isa_name(Isa isa) {
@@ -264,9 +233,10 @@ bool isa_supported(Isa isa) {
   return supported[int(isa)];
 }
 
-Isa best_isa() {
-  static const Isa best = detect_best();
-  return best;
+Isa best_isa(Isa cap) {
+  Isa isa = cap;
+  while (!isa_supported(isa)) isa = Isa(int(isa) - 1);
+  return isa;
 }
 
 const KernelTable* kernel_table(Isa isa) {
@@ -283,35 +253,19 @@ const KernelTable* kernel_table(Isa isa) {
   return nullptr;
 }
 
-Isa active_isa() { return active().isa; }
+// ---- helpers of the SIMD translation units ---------------------------------------------------
 
-Isa set_active_isa(Isa isa) {
-  while (!isa_supported(isa)) isa = Isa(int(isa) - 1);
-  active().isa = isa;
-  active().table = kernel_table(isa);
-  return isa;
-}
+namespace detail {
 
-void load_row(const void* src, DType type, int64_t n, float* dst) { active().table->load_row(src, type, n, dst); }
-void store_row(const float* src, int64_t n, void* dst, DType type) { active().table->store_row(src, n, dst, type); }
-void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_type, int64_t out, const void* bias,
-            DType bias_type, float* y) {
-  const LinearOutput one{w, w_type, out, bias, bias_type, y};
-  active().table->linear_group(x, rows, in, &one, 1, nullptr);
-}
-void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count,
-                  const LinearFusion* fusion) {
-  active().table->linear_group(x, rows, in, outputs, count, fusion);
-}
-std::vector<PrefetchRange> linear_group_first_reads(int64_t rows, int64_t in, const LinearOutput* outputs, int count,
-                                                    int threads, size_t bytes) {
+std::vector<PrefetchRange> matvec_first_reads(int64_t rows, int64_t in, const LinearOutput* outputs, int count, int threads,
+                                              size_t bytes) {
   std::vector<PrefetchRange> first;
-  if (rows >= detail::kMatvecMaxRows || threads <= 1 || active().isa == Isa::Scalar) return first;
-  const int64_t total = detail::total_items(outputs, count, detail::matvec_features);
+  if (rows >= kMatvecMaxRows || threads <= 1) return first;
+  const int64_t total = total_items(outputs, count, matvec_features);
   for (int slot = 0; slot < threads; ++slot) {
-    const auto [begin, end] = owned_items(total, detail::kMatvecGrain, threads, slot);
+    const auto [begin, end] = owned_items(total, kMatvecGrain, threads, slot);
     PrefetchRange range;
-    detail::for_each_part(outputs, count, detail::matvec_features, begin, end, [&](int i, int64_t lo, int64_t hi) {
+    for_each_part(outputs, count, matvec_features, begin, end, [&](int i, int64_t lo, int64_t hi) {
       if (range.data) return;  // the product holding the stretch's first row
       const size_t row_bytes = size_t(in) * dtype_size(outputs[i].w_type);
       range = {static_cast<const char*>(outputs[i].w) + size_t(lo) * row_bytes, std::min(bytes, size_t(hi - lo) * row_bytes)};
@@ -320,24 +274,6 @@ std::vector<PrefetchRange> linear_group_first_reads(int64_t rows, int64_t in, co
   }
   return first;
 }
-void rms_norm(const float* x, int64_t rows, int64_t n, const void* w, DType w_type, float eps, float* y) {
-  active().table->rms_norm(x, rows, n, w, w_type, eps, y);
-}
-void rope(const float* x, float* y, int64_t rows, int64_t heads, int64_t head_dim, const int64_t* positions,
-          const float* inv_freq) {
-  active().table->rope(x, y, rows, heads, head_dim, positions, inv_freq);
-}
-void attention(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, const void* k_cache,
-               const void* v_cache, DType cache_type, int64_t max_context, const float* mask, float scale, float* out) {
-  active().table->attention(q, rows, n_heads, n_kv_heads, head_dim, k_cache, v_cache, cache_type, max_context, mask, scale,
-                            out);
-}
-void silu_mul(const float* gate, const float* up, int64_t n, float* out) { active().table->silu_mul(gate, up, n, out); }
-void add(const float* a, const float* b, int64_t n, float* out) { active().table->add(a, b, n, out); }
-
-// ---- helpers of the SIMD translation units ---------------------------------------------------
-
-namespace detail {
 
 float* scratch(int slot, size_t floats) {
   struct Slot {

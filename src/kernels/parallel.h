@@ -29,11 +29,6 @@ struct PrefetchRange {
   size_t bytes = 0;
 };
 
-// Whether regions honour ScopedIdlePrefetch: yes unless HFSTATIC_IDLE_PREFETCH=0, or as last
-// set (benchmarks compare both).
-bool idle_prefetch_enabled();
-void set_idle_prefetch_enabled(bool enabled);
-
 // While this guard lives, each parallel region issued on this thread ends with thread `slot`
 // prefetching ranges[slot] while it waits for the slowest thread (a worker goes on until the
 // next region starts). Ranges it has no entry for, and regions run inline, prefetch nothing.

@@ -97,28 +97,6 @@ struct S {
     __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
     return _mm256_and_ps(mul(y, _mm256_castsi256_ps(e)), valid);
   }
-  // 12 independent accumulator chains (two FMA pipes x latency 4, with room to spare) kept in
-  // registers; the empty asm statements stop the compiler from folding the loop.
-  static double fma_probe(int64_t iters) {
-    V a0 = set1(0.0f), a1 = set1(1e-3f), a2 = set1(2e-3f), a3 = set1(3e-3f), a4 = set1(4e-3f), a5 = set1(5e-3f);
-    V a6 = set1(6e-3f), a7 = set1(7e-3f), a8 = set1(8e-3f), a9 = set1(9e-3f), a10 = set1(1e-2f), a11 = set1(1.1e-2f);
-    V m = set1(0.999999f), c = set1(1e-7f);
-    for (int64_t it = 0; it < iters; ++it) {
-#define HFSTATIC_FMA_ROUND                                                                       \
-  a0 = fma(a0, m, c), a1 = fma(a1, m, c), a2 = fma(a2, m, c), a3 = fma(a3, m, c);               \
-  a4 = fma(a4, m, c), a5 = fma(a5, m, c), a6 = fma(a6, m, c), a7 = fma(a7, m, c);               \
-  a8 = fma(a8, m, c), a9 = fma(a9, m, c), a10 = fma(a10, m, c), a11 = fma(a11, m, c);
-      HFSTATIC_FMA_ROUND HFSTATIC_FMA_ROUND HFSTATIC_FMA_ROUND HFSTATIC_FMA_ROUND
-#undef HFSTATIC_FMA_ROUND
-      __asm__ volatile("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3), "+x"(a4), "+x"(a5), "+x"(m));
-      __asm__ volatile("" : "+x"(a6), "+x"(a7), "+x"(a8), "+x"(a9), "+x"(a10), "+x"(a11), "+x"(c));
-    }
-    V s = add(add(add(a0, a1), add(a2, a3)), add(add(a4, a5), add(a6, a7)));
-    s = add(s, add(add(a8, a9), add(a10, a11)));
-    volatile float sink = reduce_add(s);
-    (void)sink;
-    return double(iters) * 4 * 12 * W * 2;
-  }
 };
 
 #include "kernels/simd_impl.inc"

@@ -5,7 +5,6 @@
 #include <system_error>
 
 #include "kernels/parallel.h"
-#include "util/env.h"
 #include "util/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -196,7 +195,7 @@ void ThreadPool::worker_loop(int slot) {
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (current_pool) {
-    current_pool->run(n, grain, fn, idle_prefetch_enabled() ? idle_prefetch : std::span<const PrefetchRange>());
+    current_pool->run(n, grain, fn, idle_prefetch);
   } else if (n > 0) {
     fn(0, n);
   }
@@ -212,16 +211,6 @@ std::pair<int64_t, int64_t> owned_items(int64_t n, int64_t grain, int threads, i
   const auto [b, e] = stretch(blocks, threads, slot);
   return {b * grain, e == blocks ? n : e * grain};
 }
-
-namespace {
-std::atomic<bool>& idle_prefetch_switch() {
-  static std::atomic<bool> enabled = env_switch_on("HFSTATIC_IDLE_PREFETCH");
-  return enabled;
-}
-}  // namespace
-
-bool idle_prefetch_enabled() { return idle_prefetch_switch().load(std::memory_order_relaxed); }
-void set_idle_prefetch_enabled(bool enabled) { idle_prefetch_switch().store(enabled, std::memory_order_relaxed); }
 
 ScopedIdlePrefetch::ScopedIdlePrefetch(std::span<const PrefetchRange> ranges) : previous_(idle_prefetch) {
   idle_prefetch = ranges;

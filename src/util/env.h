@@ -1,4 +1,5 @@
-// On/off switches read from the environment (HFSTATIC_HUGE_PAGES, HFSTATIC_IDLE_PREFETCH, HFSTATIC_FOLD).
+// On/off switches read from the environment. Only the tool reads its HFSTATIC_* variables
+// (cli/runtime_env.cpp, into RuntimeOptions); no library reads the environment.
 #pragma once
 #include <cstdlib>
 #include <string_view>

@@ -6,19 +6,13 @@
 #include <charconv>
 #include <string>
 
-#include "util/env.h"
 #include "util/proc_stats.h"
 
 namespace hfstatic {
 
-bool huge_pages_enabled() {
-  static const bool enabled = env_switch_on("HFSTATIC_HUGE_PAGES");
-  return enabled;
-}
-
 bool advise_huge_pages(const void* addr, size_t bytes) {
 #ifdef MADV_HUGEPAGE
-  if (!addr || bytes == 0 || !huge_pages_enabled()) return false;
+  if (!addr || bytes == 0) return false;
   // madvise wants a page-aligned start; the partial page before it is left alone.
   const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE)), a = reinterpret_cast<uintptr_t>(addr);
   const uintptr_t aligned = (a + page - 1) / page * page;

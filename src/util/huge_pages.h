@@ -12,9 +12,6 @@
 
 namespace hfstatic {
 
-// HFSTATIC_HUGE_PAGES=0 in the environment turns off the advice and the re-read below.
-bool huge_pages_enabled();
-
 // Asks the kernel to back [addr, addr + bytes) with huge pages where it can (Linux
 // MADV_HUGEPAGE; a no-op elsewhere or when transparent huge pages are off). Best effort:
 // returns whether the kernel accepted the advice.

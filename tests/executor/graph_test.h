@@ -78,7 +78,9 @@ class GraphTest : public testing::Test {
     auto p = write(g);
     return error_of([&] { Method::load(p, "m"); });
   }
-  std::shared_ptr<const Method> load(const Graph& g) { return Method::load(write(g), "m"); }
+  std::shared_ptr<const Method> load(const Graph& g, const RuntimeOptions& options = {}) {
+    return Method::load(write(g), "m", options);
+  }
 };
 
 const Shape X = {1, 2, 4};  // the activation shape of most graphs below

@@ -173,15 +173,15 @@ TEST_F(Executor, LinearNodesSharingAnInputRunAsOneStep) {
                                                    ref_linear(a, T, outs[0], wa, N), ref_linear(a, T, outs[0], wb, 5)};
     // With two threads, the threads waiting at the end of each step prefetch the next group's
     // weights, or not: the results are the same.
+    RuntimeOptions no_idle_prefetch;
+    no_idle_prefetch.idle_prefetch = false;
+    const auto without = load(g, no_idle_prefetch);
     for (auto [threads, idle_prefetch] : {std::pair{1, true}, std::pair{2, true}, std::pair{2, false}}) {
       SCOPED_TRACE(cat(threads, " threads, idle prefetch ", idle_prefetch));
-      const bool was = idle_prefetch_enabled();
-      set_idle_prefetch_enabled(idle_prefetch);
       ThreadPool pool(threads);
-      Execution ex(method);
+      Execution ex(idle_prefetch ? method : without);
       ex.bind_input(0, x.data());
       const bool ran = ex.run(&pool).ok() && ex.run(&pool).ok();
-      set_idle_prefetch_enabled(was);
       ASSERT_TRUE(ran);
       for (size_t o = 0; o < want.size(); ++o) {
         const float* got = static_cast<const float*>(ex.output_data(o));
@@ -305,12 +305,10 @@ TEST_F(Executor, AFoldedValueTakesNoArenaSpace) {
   g.node("rms_norm", {"x", "g"}, {"h"}, {{"eps", 1e-5}}).node("linear", {"h", "w"}, {"y"});
   g.out("y", "y", OutputMemory::Planned);
   const uint64_t h_bytes = uint64_t(T * N) * sizeof(float), y_bytes = uint64_t(T * O) * sizeof(float);
-  const bool was = op_folding_enabled();
-  set_op_folding_enabled(false);
-  auto unfolded = load(g);
-  set_op_folding_enabled(true);
+  RuntimeOptions no_folding;
+  no_folding.fold_ops = false;
+  auto unfolded = load(g, no_folding);
   auto folded = load(g);
-  set_op_folding_enabled(was);
   ASSERT_EQ(unfolded->num_folded_steps(), 0u);
   ASSERT_EQ(folded->num_folded_steps(), 1u);
   EXPECT_GE(unfolded->arena_bytes(), h_bytes + y_bytes);

@@ -22,10 +22,9 @@ struct Logits {
 };
 
 Logits run(std::shared_ptr<const Program> program, bool fold, int threads) {
-  const bool was = op_folding_enabled();
-  set_op_folding_enabled(fold);
-  auto io = IOManagerRegistry::instance().load(program);
-  set_op_folding_enabled(was);
+  RuntimeOptions options;
+  options.fold_ops = fold;
+  auto io = IOManagerRegistry::instance().load(program, HeapAllocator::instance(), options);
   auto& hf = dynamic_cast<HfStaticIOManager&>(*io);
   hf.set_all_logits(true);
   ThreadPool pool(threads);

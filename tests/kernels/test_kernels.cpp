@@ -1,6 +1,6 @@
 // Every SIMD kernel against the portable scalar kernel: random shapes with tails that are not a
 // multiple of the vector width, every weight dtype, both cache dtypes, 1 and 2 threads, fully
-// masked attention rows. Also checks the public dispatching entry points.
+// masked attention rows. Also checks the choice of an ISA and the table's linear.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -75,16 +75,21 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
 const DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16};
 const int kThreads[] = {1, 2};
 
-TEST(Kernels, DispatchSelectsASupportedIsa) {
+TEST(Kernels, TheBestIsaUnderACapIsSupported) {
   EXPECT_TRUE(isa_supported(Isa::Scalar));
-  EXPECT_TRUE(isa_supported(active_isa()));
+  EXPECT_TRUE(isa_supported(best_isa()));
   EXPECT_NE(kernel_table(Isa::Scalar), nullptr);
   for (Isa isa : {Isa::Avx2, Isa::Avx512}) EXPECT_EQ(kernel_table(isa) != nullptr, isa_supported(isa));
-  const Isa before = active_isa();
-  EXPECT_EQ(set_active_isa(Isa::Scalar), Isa::Scalar);
-  EXPECT_EQ(active_isa(), Isa::Scalar);
-  set_active_isa(before);
-  EXPECT_EQ(active_isa(), before);
+  EXPECT_EQ(best_isa(Isa::Scalar), Isa::Scalar);
+  for (Isa cap : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    const Isa isa = best_isa(cap);
+    EXPECT_LE(int(isa), int(cap));
+    EXPECT_TRUE(isa_supported(isa));
+    if (isa_supported(cap)) {
+      EXPECT_EQ(isa, cap);
+    }
+  }
+  EXPECT_EQ(best_isa(Isa::Avx512), best_isa());
 }
 
 TEST(Kernels, LoadAndStoreRowsAreExact) {
@@ -267,8 +272,7 @@ TEST(Kernels, FoldedInputOpsGiveWhatTheSeparateKernelsGive) {
 // and not past that product.
 TEST(Kernels, LinearGroupFirstReadsFollowTheThreadsStretches) {
   if (best_isa() == Isa::Scalar) GTEST_SKIP() << "the scalar kernels do not plan";
-  const Isa was = active_isa();
-  set_active_isa(best_isa());
+  const auto linear_group_first_reads = kernel_table(best_isa())->linear_group_first_reads;
   const int64_t in = 32;  // float16 rows of 64 bytes
   std::vector<uint16_t> w0(size_t(100 * in)), w1(size_t(50 * in)), w2(size_t(30 * in));
   const LinearOutput three[] = {{w0.data(), DType::F16, 100, nullptr, DType::F32, nullptr},
@@ -314,9 +318,7 @@ TEST(Kernels, LinearGroupFirstReadsFollowTheThreadsStretches) {
   // Not planned: the blocked multiply (4 rows or more), one thread, the scalar kernels.
   EXPECT_TRUE(linear_group_first_reads(4, in, three, 3, 2, size_t(1) << 20).empty());
   EXPECT_TRUE(linear_group_first_reads(1, in, three, 3, 1, size_t(1) << 20).empty());
-  set_active_isa(Isa::Scalar);
-  EXPECT_TRUE(linear_group_first_reads(1, in, three, 3, 2, size_t(1) << 20).empty());
-  set_active_isa(was);
+  EXPECT_TRUE(kernel_table(Isa::Scalar)->linear_group_first_reads(1, in, three, 3, 2, size_t(1) << 20).empty());
 }
 
 TEST(Kernels, RmsNormMatchesScalar) {
@@ -550,26 +552,15 @@ TEST(Kernels, ElementwiseMatchScalar) {
   }
 }
 
-TEST(Kernels, PublicEntryPointsUseTheActiveIsa) {
+TEST(Kernels, TheTablesLinearIsAGroupOfOne) {
   std::mt19937 rng(7);
   const int64_t rows = 6, in = 40, out = 11;
   Stored w = stored(rng, size_t(in * out), DType::F16);
   std::vector<float> x = random_floats(rng, size_t(rows * in));
   std::vector<float> want(size_t(rows * out)), got(want.size());
-  const Isa before = active_isa();
-  set_active_isa(Isa::Scalar);
-  linear(x.data(), rows, in, w.bytes.data(), DType::F16, out, nullptr, DType::F32, want.data());
-  set_active_isa(before);
-  linear(x.data(), rows, in, w.bytes.data(), DType::F16, out, nullptr, DType::F32, got.data());
-  expect_close(got, want, {}, 1e-5f, "public linear");
-}
-
-TEST(Kernels, FmaProbeCountsFlops) {
-  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
-    if (const KernelTable* k = kernel_table(isa)) {
-      EXPECT_GT(k->fma_probe(100), 0.0);
-    }
-  }
+  kernel_table(Isa::Scalar)->linear(x.data(), rows, in, w.bytes.data(), DType::F16, out, nullptr, DType::F32, want.data());
+  kernel_table(best_isa())->linear(x.data(), rows, in, w.bytes.data(), DType::F16, out, nullptr, DType::F32, got.data());
+  expect_close(got, want, {}, 1e-5f, "the table's linear");
 }
 
 }  // namespace

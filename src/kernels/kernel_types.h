@@ -1,0 +1,31 @@
+// The argument types of the linear kernels (kernels.h), apart from the table of kernels so that
+// callers that only describe a product need not see it.
+#pragma once
+#include <cstdint>
+
+#include "util/dtype.h"
+
+namespace hfstatic::kernels {
+
+// One product of a linear group: y[rows, out] = x * w[out, in]^T (+ bias[out]).
+struct LinearOutput {
+  const void* w;
+  DType w_type;
+  int64_t out;
+  const void* bias;  // may be null
+  DType bias_type;
+  float* y;
+};
+
+// The elementwise op a linear group may fold in before its products: they multiply its result,
+// computed as the rows are read (bit for bit what the separate kernel gives), instead of x.
+struct LinearFusion {
+  // rms_norm(x, norm_w, norm_eps)
+  const void* norm_w = nullptr;
+  DType norm_type = DType::F32;
+  float norm_eps = 0;
+  // silu_mul(x, up): x is the gate, up [rows, in]
+  const float* up = nullptr;
+};
+
+}  // namespace hfstatic::kernels
