@@ -109,10 +109,10 @@ Status Execution::run(ThreadPool* pool) {
   const Method& m = *method_;
   for (size_t i = 0; i < inputs_.size(); ++i)
     if (!inputs_[i])
-      return Status::error(cat("method '", m.name(), "': input ", i, " '", m.input(i).name, "' is not bound"));
+      return Status::error(cat(m.program().path(), ": method '", m.name(), "': input ", i, " '", m.input(i).name, "' is not bound"));
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (m.output_memory(i) == OutputMemory::Unplanned && !outputs_[i])
-      return Status::error(cat("method '", m.name(), "': output ", i, " '", m.spec().outputs[i].name,
+      return Status::error(cat(m.program().path(), ": method '", m.name(), "': output ", i, " '", m.spec().outputs[i].name,
                                "' is unplanned and has no bound buffer; bind one before running"));
   ScopedThreadPool scoped(pool);
   const kernels::KernelTable& k = *m.kernels_;
@@ -148,7 +148,7 @@ Status Execution::run(ThreadPool* pool) {
     }
     if (!s.ok()) {
       const std::string nodes = step.count == 1 ? cat("node ", step.first) : cat("nodes ", step.first, "-", step.first + step.count - 1);
-      return Status::error(cat("method '", m.name(), "' ", nodes, " (", head.op->name, "): ", s.message()));
+      return Status::error(cat(m.program().path(), ": method '", m.name(), "' ", nodes, " (", head.op->name, "): ", s.message()));
     }
   }
   return {};

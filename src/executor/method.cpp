@@ -6,6 +6,17 @@ namespace hfstatic {
 
 std::shared_ptr<const Method> Method::load(std::shared_ptr<const Program> program, const std::string& name,
                                           const RuntimeOptions& options) {
+  try {
+    return load_checked(program, name, options);
+  } catch (const Error& e) {
+    fail(program->path(), ": ", e.what());
+  } catch (const nlohmann::json::exception& e) {  // an attribute of the wrong JSON type
+    fail(program->path(), ": method '", name, "': malformed node attributes: ", e.what());
+  }
+}
+
+std::shared_ptr<const Method> Method::load_checked(std::shared_ptr<const Program> program, const std::string& name,
+                                                   const RuntimeOptions& options) {
   const MethodSpec* spec = program->spec().find_method(name);
   if (!spec) fail("program has no method '", name, "'");
   auto m = std::shared_ptr<Method>(new Method());

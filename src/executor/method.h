@@ -48,6 +48,8 @@ class Method {
   kernels::Isa isa() const { return isa_; }
 
  private:
+  static std::shared_ptr<const Method> load_checked(std::shared_ptr<const Program> program, const std::string& name,
+                                                    const RuntimeOptions& options);
   friend class Execution;
   // Folded: the output of a node folded into the step that alone reads it, never stored.
   enum class Storage { Input, Weight, Arena, Unplanned, Folded };

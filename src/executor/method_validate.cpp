@@ -71,7 +71,13 @@ void Method::add_node(size_t index, Uses& uses) {
   }
   std::vector<ValueSpec> operand_specs;
   operand_specs.reserve(node.inputs.size());
-  for (size_t id : node.inputs) operand_specs.push_back({values_[id].name, values_[id].dtype, values_[id].shape});
+  for (size_t id : node.inputs) {
+    const Value& v = values_[id];
+    // An empty operand has nothing to compute on: a width of 0 would divide by zero in a norm.
+    if (std::find(v.shape.begin(), v.shape.end(), 0) != v.shape.end())
+      fail(nwhere, ": operand '", v.name, "' has shape ", shape_str(v.shape), ", with a dimension of 0");
+    operand_specs.push_back({v.name, v.dtype, v.shape});
+  }
   std::vector<OpOperand> operands;
   for (size_t k = 0; k < node.inputs.size(); ++k)
     operands.push_back({&operand_specs[k], values_[node.inputs[k]].storage == Storage::Weight});

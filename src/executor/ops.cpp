@@ -210,6 +210,8 @@ std::vector<float> rope_inv_freq(int64_t head_dim, double theta, const json& sca
   for (int64_t i = 0; i < head_dim / 2; ++i) inv[i] = 1.0 / std::pow(theta, double(2 * i) / double(head_dim));
   if (!scaling.is_null()) {
     if (!scaling.is_object()) fail("attribute 'scaling' must be an object or null");
+    if (scaling.contains("type") && !scaling["type"].is_string())
+      fail("attribute 'scaling.type' = ", scaling["type"].dump(), " is not a string");
     std::string type = scaling.value("type", std::string());
     if (type != "llama3") fail("attribute 'scaling' has unsupported type '", type, "' (supported: llama3)");
     double factor = float_attr(scaling, "factor", 1e-6, 1e6);

@@ -182,6 +182,26 @@ TEST_F(ExecutorErrors, RopeAttributes) {
   EXPECT_THAT(load_error(g), HasSubstr("attribute 'scaling' has unsupported type 'yarn'"));
   g.m.nodes[0].attrs = {{"head_dim", 2}};
   EXPECT_THAT(load_error(g), HasSubstr("attribute 'theta' is missing"));
+  // A type that is not a string names the attribute (it was a JSON library's type error).
+  g.m.nodes[0].attrs = {{"head_dim", 4}, {"theta", 10000.0}, {"scaling", {{"type", 3}}}};
+  EXPECT_THAT(load_error(g), HasSubstr("node 0 (rope): attribute 'scaling.type' = 3 is not a string"));
+  g.m.nodes[0].attrs = {{"head_dim", 4}, {"theta", 10000.0}, {"scaling", {{"type", "llama3"}, {"factor", "x"}}}};
+  EXPECT_THAT(load_error(g), AllOf(HasSubstr(".hfs: method 'm' node 0 (rope)"), Not(HasSubstr("json.exception"))));
+}
+
+TEST_F(ExecutorErrors, ZeroSizedOperandsAreRefused) {
+  // A hidden size of 0 validated and then divided by zero in the norm.
+  Graph g;
+  g.in("x", DType::F32, {1, 2, 0}).weight("w", {0}).val("y", DType::F32, {1, 2, 0});
+  g.node("rms_norm", {"x", "w"}, {"y"}, {{"eps", 1e-5}}).out("y", "y", OutputMemory::Planned);
+  EXPECT_THAT(load_error(g), AllOf(HasSubstr(".hfs: method 'm' node 0 (rms_norm): operand 'x' has shape [1, 2, 0]"),
+                                   HasSubstr("a dimension of 0")));
+}
+
+TEST_F(ExecutorErrors, ErrorsNameTheProgramFile) {
+  Graph g;
+  g.in("x", DType::F32, X).val("y", DType::F32, X).node("frobnicate", {"x"}, {"y"}).out("y", "y", OutputMemory::Planned);
+  EXPECT_THAT(load_error(g), testing::StartsWith(dir.path()));
 }
 
 // Attention / cache_write operands: q [1,T,NH*D], caches [1,H,C,D], mask [1,1,T,C].
