@@ -31,6 +31,10 @@ std::shared_ptr<const Program> Program::load_mapped(MappedFile file) {
   } catch (const Error& e) {
     fail(path, ": ", e.what());
   }
+  for (const TensorInfo& t : p->view_.tensors())
+    if (t.name.rfind(kEmbeddedFilePrefix, 0) == 0 && (t.dtype != DType::U8 || t.shape.size() != 1))
+      fail(path, ": embedded file tensor '", t.name, "' is ", dtype_name(t.dtype), " ", shape_str(t.shape),
+           "; embedded files are uint8 vectors");
   return p;
 }
 

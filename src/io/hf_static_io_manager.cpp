@@ -51,14 +51,18 @@ void HfStaticIOManager::load(std::shared_ptr<const Program> program, BufferAlloc
     ms.method = Method::load(program, kind == StepKind::Prefill ? info_.prefill_method : info_.decode_method, runtime);
   }
   check_buffer_bytes(*program, state_bytes, runtime);
-  state_.clear();
-  for (uint64_t bytes : state_bytes) state_.emplace_back(allocator, size_t(bytes));
-  for (StepKind kind : {StepKind::Prefill, StepKind::Decode}) {
-    MethodState& ms = method(kind);
-    ms.execution = std::make_unique<Execution>(ms.method, allocator);
-    ms.tokens = Buffer(allocator, size_t(ms.rows) * sizeof(int64_t));
-    ms.positions = Buffer(allocator, size_t(ms.rows) * sizeof(int64_t));
-    ms.mask = Buffer(allocator, size_t(ms.rows * info_.max_context) * sizeof(float));
+  try {
+    state_.clear();
+    for (uint64_t bytes : state_bytes) state_.emplace_back(allocator, size_t(bytes));
+    for (StepKind kind : {StepKind::Prefill, StepKind::Decode}) {
+      MethodState& ms = method(kind);
+      ms.execution = std::make_unique<Execution>(ms.method, allocator);
+      ms.tokens = Buffer(allocator, size_t(ms.rows) * sizeof(int64_t));
+      ms.positions = Buffer(allocator, size_t(ms.rows) * sizeof(int64_t));
+      ms.mask = Buffer(allocator, size_t(ms.rows * info_.max_context) * sizeof(float));
+    }
+  } catch (const Error& e) {
+    fail(program->path(), ": the caches and buffers cannot be allocated: ", e.what());
   }
   reset();
 }

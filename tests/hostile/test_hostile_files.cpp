@@ -135,3 +135,53 @@ TEST(HostileFiles, CachesTheWeightsCannotJustifyAreRefusedBeforeAllocating) {
 
 }  // namespace
 }  // namespace hfstatic
+
+namespace hfstatic {
+namespace {
+
+TEST(HostileFiles, AnEmbeddedFileOfTheWrongDtypeIsAnErrorNotAMissingFile) {
+  // Read as "this program has no tokenizer" before.
+  const std::string spec = R"({"format":"hfstatic-program","format_version":1,"metadata":{},"methods":[]})";
+  nlohmann::json header = {{"__metadata__", {{"hfstatic.program", spec}}},
+                           {"hfstatic.file.tokenizer.json", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {0, 8}}}}};
+  test::TempDir dir("hostile-files");
+  const std::string path = dir.file("f32-tokenizer.hfs");
+  hostile::write_bytes(path, container(header.dump(), std::vector<uint8_t>(8)));
+  EXPECT_THAT(error_of([&] { Program::load(path); }),
+              HasSubstr("f32-tokenizer.hfs: embedded file tensor 'hfstatic.file.tokenizer.json' is float32 [2]; embedded files are uint8 vectors"));
+}
+
+}  // namespace
+}  // namespace hfstatic
+
+namespace hfstatic {
+namespace {
+
+// Refuses every allocation past the first `budget` bytes, as the heap does when memory runs out.
+class ExhaustedAllocator : public BufferAllocator {
+ public:
+  explicit ExhaustedAllocator(size_t budget) : budget_(budget) {}
+  void* allocate(size_t bytes, size_t alignment) override {
+    if (bytes > budget_) fail("out of memory mapping ", bytes, " bytes");
+    budget_ -= bytes;
+    return HeapAllocator::instance().allocate(bytes, alignment);
+  }
+  void deallocate(void* p, size_t bytes) override { HeapAllocator::instance().deallocate(p, bytes); }
+
+ private:
+  size_t budget_;
+};
+
+TEST(HostileFiles, AnAllocationThatFailsNamesTheProgram) {
+  test::TempDir dir("hostile-files");
+  GraphOptions g;
+  g.prefill_len = 8;
+  g.max_context = 64;
+  auto program = Program::load(test::export_to(test::cached_checkpoint("tiny", 1), dir.file("tiny.hfs"), g));
+  ExhaustedAllocator allocator(4096);
+  EXPECT_THAT(error_of([&] { IOManagerRegistry::instance().load(program, allocator); }),
+              AllOf(HasSubstr("tiny.hfs: the caches and buffers cannot be allocated: out of memory mapping")));
+}
+
+}  // namespace
+}  // namespace hfstatic
