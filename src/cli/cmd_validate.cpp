@@ -1,12 +1,18 @@
 // hfstatic validate: check a program against its I/O contract, listing every violation.
 #include <cstdio>
 
+#include "chat/text_check.h"
 #include "cli/args.h"
 #include "executor/method.h"
 #include "io/io_manager.h"
 
 namespace hfstatic::cli {
 namespace {
+
+// Errors that begin with the program's path, printed after it already.
+std::string without_path(const std::string& message, const std::string& path) {
+  return message.rfind(path + ": ", 0) == 0 ? message.substr(path.size() + 2) : message;
+}
 
 int run_validate(const std::vector<std::string>& argv) {
   Args args(argv, {}, {});
@@ -20,8 +26,15 @@ int run_validate(const std::vector<std::string>& argv) {
       try {
         Method::load(program, method.name);
       } catch (const Error& e) {
-        problems.push_back(e.what());
+        problems.push_back(without_path(e.what(), path));
       }
+    }
+  }
+  if (const std::string tokenizer = program->embedded_file("tokenizer.json"); !tokenizer.empty()) {
+    try {
+      check_tokenizer_and_template(tokenizer, program->embedded_file("tokenizer_config.json"));
+    } catch (const Error& e) {
+      problems.push_back(cat("embedded ", e.what()));
     }
   }
   if (!problems.empty()) {

@@ -1,6 +1,8 @@
 // Entry point of the hfstatic tool: dispatches to a registered subcommand.
 #include <cstdio>
 #include <exception>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,13 @@ int main(int argc, char** argv) {
     } catch (const UsageError& e) {
       std::fprintf(stderr, "hfstatic %s: %s (see hfstatic %s --help)\n", name.c_str(), e.message.c_str(), name.c_str());
       return kExitUsage;
+    } catch (const std::bad_alloc&) {
+      // The inputs are checked against what they may ask for; this is the backstop.
+      std::fprintf(stderr, "hfstatic %s: error: out of memory\n", name.c_str());
+      return kExitError;
+    } catch (const std::length_error&) {
+      std::fprintf(stderr, "hfstatic %s: error: a size past what can be allocated\n", name.c_str());
+      return kExitError;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "hfstatic %s: error: %s\n", name.c_str(), e.what());
       return kExitError;

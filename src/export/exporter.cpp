@@ -1,6 +1,7 @@
 #include "export/exporter.h"
 
 #include "contract/hf_static_contract.h"
+#include "chat/text_check.h"
 #include "export/checkpoint.h"
 #include "format/program.h"
 #include "util/error.h"
@@ -21,6 +22,14 @@ ExportSummary export_program(const std::string& dir, const std::string& out_path
     if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
       fail(dir, ": tensor '", w.name, "' has dtype ", dtype_name(t.dtype), "; weights must be float32, float16 or bfloat16");
     if (!common) common = t.dtype;
+  }
+  // The tokenizer and template are loaded as a runner will: a broken one fails the export.
+  if (const std::string tokenizer = ckpt.side_file("tokenizer.json"); !tokenizer.empty()) {
+    try {
+      check_tokenizer_and_template(tokenizer, ckpt.side_file("tokenizer_config.json"));
+    } catch (const Error& e) {
+      fail(dir, ": ", e.what());
+    }
   }
   DType weights_dtype = options.weights_dtype.value_or(common.value_or(DType::F32));
   built.spec.metadata[hf_static::keys::weights_dtype] = dtype_name(weights_dtype);

@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "format/program.h"
 #include "test_support.h"
 
 namespace hfstatic {
@@ -88,6 +89,31 @@ TEST_F(CliRun, ValidateAcceptsAGoodProgram) {
   auto r = test::run_cli({"validate", path_});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("valid hf_static v1 program"));
+}
+
+TEST_F(CliRun, ValidateLoadsTheEmbeddedTokenizerAndTemplate) {
+  // The same program with a template that cannot be parsed, then a tokenizer that cannot load:
+  // both were called valid, and failed at the first chat request.
+  auto good = Program::load(path_);
+  auto rewrite = [&](const std::string& name, const std::string& tokenizer, const std::string& config) {
+    ProgramWriter w(good->spec());
+    for (const TensorInfo& t : good->container().tensors()) {
+      if (t.name.rfind("hfstatic.file.", 0) == 0) continue;
+      const uint8_t* d = good->container().tensor_data(t);
+      w.add_weight_bytes(t.name, t.dtype, t.shape, std::vector<uint8_t>(d, d + t.size));
+    }
+    w.add_file("tokenizer.json", tokenizer);
+    w.add_file("tokenizer_config.json", config);
+    w.write(dir_.file(name));
+    return dir_.file(name);
+  };
+  const std::string tokenizer = good->embedded_file("tokenizer.json");
+  auto r = test::run_cli({"validate", rewrite("bad-template.hfs", tokenizer, R"({"chat_template": "{% if %}"})")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("bad-template.hfs: embedded tokenizer_config.json: chat_template: chat template line 1"));
+  r = test::run_cli({"validate", rewrite("bad-tokenizer.hfs", "{\"model\": 5}", "{}")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("bad-tokenizer.hfs: embedded tokenizer.json"));
 }
 
 TEST(CliChat, TemplateChatSingleAndMultiTurn) {

@@ -129,6 +129,23 @@ TEST_F(ExportErrors, UnsupportedModelType) {
   EXPECT_THAT(export_error(c), HasSubstr("config field 'model_type' is missing or not a string"));
 }
 
+TEST_F(ExportErrors, BrokenTokenizerOrTemplateFailsTheExport) {
+  // Written into the program before, and found only when a runner loaded it.
+  std::string c = checkpoint();
+  write_file(c + "/tokenizer.json", "{\"model\": ");
+  EXPECT_THAT(export_error(c), HasSubstr("tokenizer.json"));
+  c = checkpoint();
+  json tokenizer = json::parse(read_text_file(c + "/tokenizer.json"));
+  tokenizer["model"]["merges"] = json::array({"no-such-token another-one"});
+  write_file(c + "/tokenizer.json", tokenizer.dump());
+  EXPECT_THAT(export_error(c), AllOf(HasSubstr("tokenizer.json"), HasSubstr("merge")));
+  c = checkpoint();
+  json config = json::parse(read_text_file(c + "/tokenizer_config.json"));
+  config["chat_template"] = "{% for m in messages %}{{ m.content }";
+  write_file(c + "/tokenizer_config.json", config.dump());
+  EXPECT_THAT(export_error(c), HasSubstr("tokenizer_config.json: chat_template: chat template line 1"));
+}
+
 TEST_F(ExportErrors, RopeScalingYarn) {
   auto c = checkpoint();
   edit_config(c, [](json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; });
