@@ -16,6 +16,7 @@
 
 #include "chat/chat_template.h"
 #include "format/program.h"
+#include "io/io_manager.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -57,9 +58,9 @@ TEST(Regressions, Program) {
   replay("program", hfstatic_fuzz_program);
   for (const auto& path : files_of("program")) {
     SCOPED_TRACE(path);
-    // Each of these files is invalid: loading it reports an Error naming the file.
+    // Each of these files is invalid: loading it, or its methods, reports an Error naming the file.
     try {
-      Program::load(path);
+      IOManagerRegistry::instance().load(Program::load(path));
       ADD_FAILURE() << "loaded";
     } catch (const Error& e) {
       EXPECT_THAT(e.what(), testing::HasSubstr(fs::path(path).filename().string()));
