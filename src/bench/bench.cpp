@@ -1,6 +1,7 @@
 #include "bench/bench.h"
 
 #include <algorithm>
+#include <functional>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -243,57 +244,46 @@ MethodCost method_cost(const Program& program, const std::string& name) {
 
 // ---- the model benchmark ----------------------------------------------------------------
 
-BenchResult run_bench(const BenchOptions& o) {
-  json j;
-  const int threads = o.threads > 0 ? o.threads : ThreadPool::hardware_threads();
-  const uint64_t rss_start = current_rss_bytes();
+namespace {
 
-  auto t0 = Clock::now();
-  std::shared_ptr<const Program> program = Program::load(o.path, o.runtime.huge_pages ? PagePolicy::HugePages : PagePolicy::Plain);
-  std::unique_ptr<IOManager> io = IOManagerRegistry::instance().load(program, HeapAllocator::instance(), o.runtime);
-  const double load_s = seconds_since(t0);
-  const uint64_t rss_loaded = current_rss_bytes();
-  const ModelInfo& info = io->model();
-  if (o.prompt < 0 || o.gen < 0) fail("-p and -n must not be negative");
-  if (o.prompt + o.gen + 2 > info.max_context)
-    fail("-p ", o.prompt, " + -n ", o.gen, " (+2 warm-up tokens) exceed the program's max_context ", info.max_context);
+// The loaded model and the tokens it is timed on: warm-up, prompts and decode runs.
+struct ModelRun {
+  const BenchOptions& o;
+  std::unique_ptr<IOManager> io;
+  ThreadPool pool;
+  std::vector<int64_t> prompt, gen;
 
-  const MethodCost prefill_cost = method_cost(*program, info.prefill_method);
-  const MethodCost decode_cost = method_cost(*program, info.decode_method);
-
-  const kernels::Isa isa = kernels::best_isa(o.runtime.isa.value_or(kernels::Isa::Avx512));  // the methods' kernels
-  ThreadPool pool(threads);
-  std::mt19937 rng(1234);
-  std::uniform_int_distribution<int64_t> tok(0, info.vocab_size - 1);
-  std::vector<int64_t> prompt(size_t(std::max<int64_t>(o.prompt, 1)));
-  for (auto& t : prompt) t = tok(rng);
-  std::vector<int64_t> gen(size_t(o.gen + 2));
-  for (auto& t : gen) t = tok(rng);
-  auto feed = [&](int64_t pos, std::span<const int64_t> tokens) {
+  ModelRun(const BenchOptions& options, std::unique_ptr<IOManager> loaded, int threads)
+      : o(options), io(std::move(loaded)), pool(threads) {
+    std::mt19937 rng(1234);
+    std::uniform_int_distribution<int64_t> tok(0, io->model().vocab_size - 1);
+    prompt.resize(size_t(std::max<int64_t>(o.prompt, 1)));
+    for (auto& t : prompt) t = tok(rng);
+    gen.resize(size_t(o.gen + 2));
+    for (auto& t : gen) t = tok(rng);
+  }
+  void feed(int64_t pos, std::span<const int64_t> tokens) {
     Status s = io->feed(pos, tokens, &pool);
     if (!s.ok()) fail("run failed: ", s.message());
-  };
+  }
   // One decode step (feed() would use the prefill method while a whole chunk still fits).
-  auto decode = [&](int64_t pos, const int64_t* token) {
+  void decode(int64_t pos, const int64_t* token) {
     Status s = io->step(StepKind::Decode, pos, std::span<const int64_t>(token, 1), &pool);
     if (!s.ok()) fail("decode failed: ", s.message());
-  };
-
-  // Warm-up (pages the weights in): a prompt and two decode steps.
-  io->reset();
-  auto tw = Clock::now();
-  feed(0, std::span<const int64_t>(prompt.data(), size_t(std::max<int64_t>(o.prompt, 1))));
-  const double first_s = seconds_since(tw);
-  const int64_t warm_pos = std::max<int64_t>(o.prompt, 1);
-  decode(warm_pos, &gen[0]);
-  decode(warm_pos + 1, &gen[1]);
-
-  // cpu_share: CPU time the process got over wall time x threads while timed; well below 1
-  // means other processes took the cores and the run is not representative.
-  std::vector<double> pp, tg;
-  double pp_wall = 0, pp_cpu = 0, tg_wall = 0, tg_cpu = 0;
+  }
+  // Warm-up (pages the weights in): a prompt and two decode steps; returns the prompt's time.
+  double warm_up() {
+    io->reset();
+    auto tw = Clock::now();
+    feed(0, std::span<const int64_t>(prompt.data(), size_t(std::max<int64_t>(o.prompt, 1))));
+    const double first_s = seconds_since(tw);
+    const int64_t warm_pos = std::max<int64_t>(o.prompt, 1);
+    decode(warm_pos, &gen[0]);
+    decode(warm_pos + 1, &gen[1]);
+    return first_s;
+  }
   // The prompt from an empty cache; returns its wall time and adds its CPU time to *cpu.
-  auto time_prefill = [&](double* cpu) {
+  double time_prefill(double* cpu) {
     io->reset();
     const double c0 = process_cpu_seconds();
     auto t = Clock::now();
@@ -301,14 +291,9 @@ BenchResult run_bench(const BenchOptions& o) {
     const double wall = seconds_since(t);
     *cpu += process_cpu_seconds() - c0;
     return wall;
-  };
-  for (int rep = 0; rep < o.reps && o.prompt > 0; ++rep) {
-    const double wall = time_prefill(&pp_cpu);
-    pp_wall += wall;
-    pp.push_back(double(o.prompt) / wall);
   }
   // -n decode steps after the prompt; returns their wall time and adds their CPU time to *cpu.
-  auto time_decode = [&](double* cpu) {
+  double time_decode(double* cpu) {
     io->reset();
     if (o.prompt > 0) feed(0, std::span<const int64_t>(prompt.data(), size_t(o.prompt)));
     const double c0 = process_cpu_seconds();
@@ -317,12 +302,91 @@ BenchResult run_bench(const BenchOptions& o) {
     const double wall = seconds_since(t);
     *cpu += process_cpu_seconds() - c0;
     return wall;
-  };
-  for (int rep = 0; rep < o.reps && o.gen > 0; ++rep) {
-    const double wall = time_decode(&tg_cpu);
-    tg_wall += wall;
-    tg.push_back(double(o.gen) / wall);
   }
+};
+
+// Tokens/s of each repetition, and (cpu_share) the CPU time the process got over wall time x
+// threads while timed: well below 1 means other processes took the cores.
+struct Timed {
+  std::vector<double> tokens_per_s;
+  double wall = 0, cpu = 0;
+};
+
+Timed time_runs(int reps, int64_t tokens, const std::function<double(double*)>& run) {
+  Timed t;
+  for (int rep = 0; rep < reps && tokens > 0; ++rep) {
+    const double wall = run(&t.cpu);
+    t.wall += wall;
+    t.tokens_per_s.push_back(double(tokens) / wall);
+  }
+  return t;
+}
+
+// The machine's ceilings with the same threads, and the model's figures as fractions of them;
+// pair by pair too, since what a shared host leaves to this process moves from second to second.
+void add_ceilings(json& j, ModelRun& run, kernels::Isa isa, int threads, double decode_bytes, double prefill_flops) {
+  const BenchOptions& o = run.o;
+  BandwidthProbe probe(&run.pool, o.bandwidth_bytes, o.runtime.huge_pages);
+  const double read_gbps = probe.read_gbps(5), triad_gbps = probe.triad_gbps(5);
+  PeakResult peak = measure_peak(&run.pool, isa);
+  j["machine"] = {{"threads", threads},
+                  {"read_gbps", read_gbps},
+                  {"triad_gbps", triad_gbps},
+                  {"bandwidth_bytes", probe.bytes()},
+                  {"bandwidth_huge_page_fraction", optional_json(probe.huge_page_fraction())},
+                  {"fma_gflops", peak.fma_gflops},
+                  {"gemm_in_cache_gflops", peak.gemm_gflops},
+                  {"isa", peak.isa}};
+  double unused_cpu = 0;
+  if (j.contains("tg")) {
+    j["tg"]["fraction_of_bandwidth"] = j["tg"]["gbps"].get<double>() / read_gbps;
+    // A decode run, then at once a bandwidth pass.
+    std::vector<double> ratios;
+    for (int rep = 0; rep < o.reps; ++rep) {
+      const double gbps = decode_bytes * double(o.gen) / run.time_decode(&unused_cpu) / 1e9;
+      ratios.push_back(gbps / probe.read_gbps(3));
+    }
+    j["tg"]["fraction_of_bandwidth_paired"] = Stats::of(ratios).to_json();
+  }
+  if (j.contains("pp")) {
+    j["pp"]["fraction_of_peak"] = j["pp"]["gflops"].get<double>() / peak.fma_gflops;
+    // Each prefill run against the FMA peak measured right after it (the cores' clock and a
+    // sibling hyperthread's load move too).
+    std::vector<double> ratios;
+    for (int rep = 0; rep < o.reps; ++rep) {
+      const double gflops = prefill_flops / run.time_prefill(&unused_cpu) / 1e9;
+      ratios.push_back(gflops / fma_peak_gflops(&run.pool, 10, isa));
+    }
+    j["pp"]["fraction_of_peak_paired"] = Stats::of(ratios).to_json();
+  }
+}
+
+}  // namespace
+
+BenchResult run_bench(const BenchOptions& o) {
+  json j;
+  const int threads = o.threads > 0 ? o.threads : ThreadPool::hardware_threads();
+  const uint64_t rss_start = current_rss_bytes();
+
+  auto t0 = Clock::now();
+  std::shared_ptr<const Program> program =
+      Program::load(o.path, o.runtime.huge_pages ? PagePolicy::HugePages : PagePolicy::Plain);
+  std::unique_ptr<IOManager> io = IOManagerRegistry::instance().load(program, HeapAllocator::instance(), o.runtime);
+  const double load_s = seconds_since(t0);
+  const uint64_t rss_loaded = current_rss_bytes();
+  const ModelInfo info = io->model();
+  if (o.prompt < 0 || o.gen < 0) fail("-p and -n must not be negative");
+  if (o.prompt + o.gen + 2 > info.max_context)
+    fail("-p ", o.prompt, " + -n ", o.gen, " (+2 warm-up tokens) exceed the program's max_context ", info.max_context);
+
+  const MethodCost prefill_cost = method_cost(*program, info.prefill_method);
+  const MethodCost decode_cost = method_cost(*program, info.decode_method);
+
+  const kernels::Isa isa = kernels::best_isa(o.runtime.isa.value_or(kernels::Isa::Avx512));  // the methods' kernels
+  ModelRun run(o, std::move(io), threads);
+  const double first_s = run.warm_up();
+  const Timed pp = time_runs(o.reps, o.prompt, [&](double* cpu) { return run.time_prefill(cpu); });
+  const Timed tg = time_runs(o.reps, o.gen, [&](double* cpu) { return run.time_decode(cpu); });
   const uint64_t peak_rss = peak_rss_bytes();
   // Every weight has been read by now; how much of the mapping huge pages back decides how
   // close decode gets to the bandwidth (see util/huge_pages.h).
@@ -331,7 +395,7 @@ BenchResult run_bench(const BenchOptions& o) {
   // Work per benchmark, from the graph: useful prefill FLOPs, bytes read per decode step.
   double prefill_flops = 0;
   if (o.prompt > 0)
-    for (const Step& s : io->plan(0, size_t(o.prompt)))
+    for (const Step& s : run.io->plan(0, size_t(o.prompt)))
       prefill_flops += (s.kind == StepKind::Prefill ? prefill_cost : decode_cost).flops(s.start_pos, int64_t(s.count));
   double decode_bytes = 0, decode_flops = 0;
   for (int64_t i = 0; i < o.gen; ++i) {
@@ -360,60 +424,23 @@ BenchResult run_bench(const BenchOptions& o) {
                {"rss_growth_bytes", rss_loaded > rss_start ? rss_loaded - rss_start : 0},
                {"first_prompt_seconds", first_s},
                {"huge_page_fraction", optional_json(weights_huge)}};
-  if (!pp.empty()) {
-    Stats s = Stats::of(pp);
+  if (!pp.tokens_per_s.empty()) {
+    Stats s = Stats::of(pp.tokens_per_s);
     j["pp"] = {{"tokens", o.prompt}, {"tokens_per_s", s.to_json()}, {"flops_per_run", prefill_flops},
-               {"gflops", prefill_flops / double(o.prompt) * s.median / 1e9}, {"cpu_share", pp_cpu / pp_wall / threads}};
+               {"gflops", prefill_flops / double(o.prompt) * s.median / 1e9}, {"cpu_share", pp.cpu / pp.wall / threads}};
   }
-  if (!tg.empty()) {
-    Stats s = Stats::of(tg);
+  if (!tg.tokens_per_s.empty()) {
+    Stats s = Stats::of(tg.tokens_per_s);
     j["tg"] = {{"tokens", o.gen}, {"context_start", o.prompt}, {"tokens_per_s", s.to_json()},
                {"bytes_per_token", decode_bytes}, {"flops_per_token", decode_flops},
-               {"gbps", decode_bytes * s.median / 1e9}, {"cpu_share", tg_cpu / tg_wall / threads}};
+               {"gbps", decode_bytes * s.median / 1e9}, {"cpu_share", tg.cpu / tg.wall / threads}};
   }
   const double budget = double(program->weight_bytes()) + cache_bytes + 64.0 * (1 << 20);
   j["memory"] = {{"peak_rss_bytes", peak_rss},
                  {"weights_plus_caches_bytes", double(program->weight_bytes()) + cache_bytes},
                  {"budget_bytes", budget},
                  {"within_budget", double(peak_rss) <= budget}};
-
-  if (o.ceilings) {
-    BandwidthProbe probe(&pool, o.bandwidth_bytes, o.runtime.huge_pages);
-    const double read_gbps = probe.read_gbps(5), triad_gbps = probe.triad_gbps(5);
-    PeakResult peak = measure_peak(&pool, isa);
-    j["machine"] = {{"threads", threads},
-                    {"read_gbps", read_gbps},
-                    {"triad_gbps", triad_gbps},
-                    {"bandwidth_bytes", probe.bytes()},
-                    {"bandwidth_huge_page_fraction", optional_json(probe.huge_page_fraction())},
-                    {"fma_gflops", peak.fma_gflops},
-                    {"gemm_in_cache_gflops", peak.gemm_gflops},
-                    {"isa", peak.isa}};
-    if (j.contains("tg")) {
-      j["tg"]["fraction_of_bandwidth"] = j["tg"]["gbps"].get<double>() / read_gbps;
-      // The bandwidth a shared host leaves to this process moves from one second to the next,
-      // so decode is also compared pair by pair: a decode run, then at once a bandwidth pass.
-      std::vector<double> ratios;
-      double unused_cpu = 0;
-      for (int rep = 0; rep < o.reps; ++rep) {
-        const double gbps = decode_bytes * double(o.gen) / time_decode(&unused_cpu) / 1e9;
-        ratios.push_back(gbps / probe.read_gbps(3));
-      }
-      j["tg"]["fraction_of_bandwidth_paired"] = Stats::of(ratios).to_json();
-    }
-    if (j.contains("pp")) {
-      j["pp"]["fraction_of_peak"] = j["pp"]["gflops"].get<double>() / peak.fma_gflops;
-      // Likewise the FMA rate a shared host leaves to these cores (their clock, a sibling
-      // hyperthread's load): each prefill run is compared with the FMA peak measured right after it.
-      std::vector<double> ratios;
-      double unused_cpu = 0;
-      for (int rep = 0; rep < o.reps; ++rep) {
-        const double gflops = prefill_flops / time_prefill(&unused_cpu) / 1e9;
-        ratios.push_back(gflops / fma_peak_gflops(&pool, 10, isa));
-      }
-      j["pp"]["fraction_of_peak_paired"] = Stats::of(ratios).to_json();
-    }
-  }
+  if (o.ceilings) add_ceilings(j, run, isa, threads, decode_bytes, prefill_flops);
   return {std::move(j)};
 }
 

@@ -93,6 +93,94 @@ const std::set<std::string>& known_keys(Endpoint endpoint) {
   return endpoint == Endpoint::Completions ? completions : chat;
 }
 
+std::vector<ChatMessage> parse_messages(const json& body, const ModelLimits& limits) {
+  std::vector<ChatMessage> messages;
+  if (is_null(body, "messages")) bad("messages", "'messages' is required", "missing_required_parameter");
+  const json& ms = body["messages"];
+  if (!ms.is_array()) bad_type("messages", "an array");
+  if (ms.empty()) bad("messages", "'messages' must not be empty");
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const std::string p = "messages[" + std::to_string(i) + "]";
+    const json& m = ms[i];
+    if (!m.is_object()) bad_type(p, "an object");
+    if (!m.contains("role") || !m["role"].is_string()) bad_type(p + ".role", "a string");
+    const std::string role = m["role"].get<std::string>();
+    if (role != "system" && role != "user" && role != "assistant" && role != "developer")
+      bad(p + ".role", "role '" + role + "' is not supported (system, developer, user, assistant)");
+    if (!m.contains("content")) bad(p + ".content", "'content' is required", "missing_required_parameter");
+    for (const auto& [key, value] : m.items())
+      if (key != "role" && key != "content" && key != "name") bad(p + "." + key, "Unrecognized message field: " + key, "unknown_parameter");
+    messages.push_back({role == "developer" ? "system" : role, message_content(m["content"], p + ".content")});
+  }
+  if (!limits.has_chat_template)
+    throw ApiError(400, "this model has no chat template; use /v1/completions", "messages", "no_chat_template");
+  return messages;
+}
+
+std::string parse_prompt(const json& body) {
+  if (is_null(body, "prompt")) bad("prompt", "'prompt' is required", "missing_required_parameter");
+  const json& p = body["prompt"];
+  if (p.is_string()) {
+    return p.get<std::string>();
+  } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
+    return p[0].get<std::string>();
+  } else if (p.is_array() && p.size() > 1 && p[0].is_string()) {
+    bad("prompt", "only one prompt per request is supported");
+  } else {
+    bad_type("prompt", "a string");
+  }
+  return {};
+}
+
+std::vector<std::string> parse_stop(const json& body) {
+  std::vector<std::string> out;
+  const json& s = body["stop"];
+  std::vector<std::string> stops;
+  if (s.is_string()) {
+    stops.push_back(s.get<std::string>());
+  } else if (s.is_array()) {
+    if (s.size() > 4) bad("stop", "'stop' takes at most 4 sequences");
+    for (const auto& x : s) {
+      if (!x.is_string()) bad_type("stop", "a string or an array of strings");
+      stops.push_back(x.get<std::string>());
+    }
+  } else {
+    bad_type("stop", "a string or an array of strings");
+  }
+  for (auto& x : stops)
+    if (!x.empty()) out.push_back(std::move(x));
+  return out;
+}
+
+// Accepted at their neutral values only.
+void refuse_unsupported(const json& body, bool chat) {
+  if (integer(body, "n", 1, 1, INT64_MAX) != 1) bad("n", "only n = 1 is supported");
+  if (!is_null(body, "user") && !body["user"].is_string()) bad_type("user", "a string");
+  if (number(body, "presence_penalty", 0.0, -2.0, 2.0) != 0.0) bad("presence_penalty", "presence_penalty is not supported");
+  if (number(body, "frequency_penalty", 0.0, -2.0, 2.0) != 0.0) bad("frequency_penalty", "frequency_penalty is not supported");
+  if (!is_null(body, "logit_bias")) {
+    if (!body["logit_bias"].is_object()) bad_type("logit_bias", "an object");
+    if (!body["logit_bias"].empty()) bad("logit_bias", "logit_bias is not supported");
+  }
+  if (chat) {
+    if (boolean(body, "logprobs", false)) bad("logprobs", "logprobs are not supported");
+    if (integer(body, "top_logprobs", 0, 0, 20) != 0) bad("top_logprobs", "logprobs are not supported");
+    if (!is_null(body, "response_format")) {
+      const json& f = body["response_format"];
+      if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) bad_type("response_format", "an object with a 'type'");
+      if (f["type"] != "text") bad("response_format", "only response_format {\"type\": \"text\"} is supported");
+    }
+  } else {
+    if (integer(body, "logprobs", 0, 0, 5) != 0) bad("logprobs", "logprobs are not supported");
+    if (boolean(body, "echo", false)) bad("echo", "echo is not supported");
+    if (integer(body, "best_of", 1, 1, 20) != 1) bad("best_of", "only best_of = 1 is supported");
+    if (!is_null(body, "suffix")) {
+      if (!body["suffix"].is_string()) bad_type("suffix", "a string");
+      if (!body["suffix"].get<std::string>().empty()) bad("suffix", "suffix is not supported");
+    }
+  }
+}
+
 }  // namespace
 
 CompletionRequest parse_completion_request(const std::string& body, Endpoint endpoint, const ModelLimits& limits) {
@@ -123,37 +211,9 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
 
   // The prompt.
   if (chat) {
-    if (is_null(body, "messages")) bad("messages", "'messages' is required", "missing_required_parameter");
-    const json& ms = body["messages"];
-    if (!ms.is_array()) bad_type("messages", "an array");
-    if (ms.empty()) bad("messages", "'messages' must not be empty");
-    for (size_t i = 0; i < ms.size(); ++i) {
-      const std::string p = "messages[" + std::to_string(i) + "]";
-      const json& m = ms[i];
-      if (!m.is_object()) bad_type(p, "an object");
-      if (!m.contains("role") || !m["role"].is_string()) bad_type(p + ".role", "a string");
-      const std::string role = m["role"].get<std::string>();
-      if (role != "system" && role != "user" && role != "assistant" && role != "developer")
-        bad(p + ".role", "role '" + role + "' is not supported (system, developer, user, assistant)");
-      if (!m.contains("content")) bad(p + ".content", "'content' is required", "missing_required_parameter");
-      for (const auto& [key, value] : m.items())
-        if (key != "role" && key != "content" && key != "name") bad(p + "." + key, "Unrecognized message field: " + key, "unknown_parameter");
-      r.messages.push_back({role == "developer" ? "system" : role, message_content(m["content"], p + ".content")});
-    }
-    if (!limits.has_chat_template)
-      throw ApiError(400, "this model has no chat template; use /v1/completions", "messages", "no_chat_template");
+    r.messages = parse_messages(body, limits);
   } else {
-    if (is_null(body, "prompt")) bad("prompt", "'prompt' is required", "missing_required_parameter");
-    const json& p = body["prompt"];
-    if (p.is_string()) {
-      r.prompt = p.get<std::string>();
-    } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
-      r.prompt = p[0].get<std::string>();
-    } else if (p.is_array() && p.size() > 1 && p[0].is_string()) {
-      bad("prompt", "only one prompt per request is supported");
-    } else {
-      bad_type("prompt", "a string");
-    }
+    r.prompt = parse_prompt(body);
   }
 
   // Generation settings.
@@ -180,21 +240,7 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
     r.config.sampling.seed = rng();
   }
   if (!is_null(body, "stop")) {
-    const json& s = body["stop"];
-    std::vector<std::string> stops;
-    if (s.is_string()) {
-      stops.push_back(s.get<std::string>());
-    } else if (s.is_array()) {
-      if (s.size() > 4) bad("stop", "'stop' takes at most 4 sequences");
-      for (const auto& x : s) {
-        if (!x.is_string()) bad_type("stop", "a string or an array of strings");
-        stops.push_back(x.get<std::string>());
-      }
-    } else {
-      bad_type("stop", "a string or an array of strings");
-    }
-    for (auto& x : stops)
-      if (!x.empty()) r.config.stop_strings.push_back(std::move(x));
+    r.config.stop_strings = parse_stop(body);
   }
   r.stream = boolean(body, "stream", false);
   if (!is_null(body, "stream_options")) {
@@ -207,31 +253,7 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
   }
 
   // Accepted at their neutral values only.
-  if (integer(body, "n", 1, 1, INT64_MAX) != 1) bad("n", "only n = 1 is supported");
-  if (!is_null(body, "user") && !body["user"].is_string()) bad_type("user", "a string");
-  if (number(body, "presence_penalty", 0.0, -2.0, 2.0) != 0.0) bad("presence_penalty", "presence_penalty is not supported");
-  if (number(body, "frequency_penalty", 0.0, -2.0, 2.0) != 0.0) bad("frequency_penalty", "frequency_penalty is not supported");
-  if (!is_null(body, "logit_bias")) {
-    if (!body["logit_bias"].is_object()) bad_type("logit_bias", "an object");
-    if (!body["logit_bias"].empty()) bad("logit_bias", "logit_bias is not supported");
-  }
-  if (chat) {
-    if (boolean(body, "logprobs", false)) bad("logprobs", "logprobs are not supported");
-    if (integer(body, "top_logprobs", 0, 0, 20) != 0) bad("top_logprobs", "logprobs are not supported");
-    if (!is_null(body, "response_format")) {
-      const json& f = body["response_format"];
-      if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) bad_type("response_format", "an object with a 'type'");
-      if (f["type"] != "text") bad("response_format", "only response_format {\"type\": \"text\"} is supported");
-    }
-  } else {
-    if (integer(body, "logprobs", 0, 0, 5) != 0) bad("logprobs", "logprobs are not supported");
-    if (boolean(body, "echo", false)) bad("echo", "echo is not supported");
-    if (integer(body, "best_of", 1, 1, 20) != 1) bad("best_of", "only best_of = 1 is supported");
-    if (!is_null(body, "suffix")) {
-      if (!body["suffix"].is_string()) bad_type("suffix", "a string");
-      if (!body["suffix"].get<std::string>().empty()) bad("suffix", "suffix is not supported");
-    }
-  }
+  refuse_unsupported(body, chat);
   return r;
 }
 
