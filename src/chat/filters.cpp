@@ -100,7 +100,8 @@ Value to_int(const Value& v, const Call& c) {
 }
 
 Value to_float(const Value& v, const Call&) {
-  return v.is_string() ? Value(std::strtod(v.str().c_str(), nullptr)) : Value(v.num());
+  if (v.is_string()) return Value(std::strtod(v.str().c_str(), nullptr));
+  return Value(v.is_number() || v.is_bool() ? v.num() : 0.0);
 }
 
 Value absolute(const Value& v, const Call& c) {

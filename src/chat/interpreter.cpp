@@ -87,6 +87,11 @@ class Interpreter {
 
   void exec_for(const Node& n, std::string& out) {
     Value seq = eval(*n.expr);
+    // Charged before the items are built: a long string would otherwise be gigabytes of them.
+    budget_.step(static_cast<int64_t>(seq.is_array()    ? seq.arr().size()
+                                      : seq.is_object() ? seq.obj().size()
+                                      : seq.is_string() ? seq.str().size()
+                                                        : 0));
     Array items;
     if (seq.is_array()) {
       items = seq.arr();
@@ -99,7 +104,6 @@ class Interpreter {
     } else if (seq.none()) {
       error(n.expr->pos, "for loop over none");
     }
-    budget_.step(static_cast<int64_t>(items.size()));
     scopes_.push_back(Value::object());
     auto bind = [&](const Value& item) {
       if (n.targets.size() == 1) {

@@ -52,6 +52,7 @@ TEST(ChatHostile, IntegerConversionsAreChecked) {
   EXPECT_THAT(render_error("{{ ((10.0 ** 400) * 0.0)|int }}"), HasSubstr("does not fit"));  // NaN
   EXPECT_THAT(render_error("{{ '99999999999999999999'|int }}"), HasSubstr("int: '99999999999999999999'"));
   EXPECT_EQ(render("{{ '-12'|int }} {{ 3.9|int }} {{ 'x'|int }}"), "-12 3 0");
+  EXPECT_EQ(render("{{ x|float }} {{ [1]|float }} {{ '2.5'|float }} {{ x|int }}"), "0.0 0.0 2.5 0");
   EXPECT_THAT(render_error("{{ range(10.0 ** 300) }}"), HasSubstr("range: "));
   EXPECT_THAT(render_error("{{ range('a') }}"), HasSubstr("range: expected a number"));
   EXPECT_THAT(render_error("{{ 'abc'[10.0 ** 300:] }}"), HasSubstr("slice: "));
@@ -119,6 +120,9 @@ TEST(ChatHostile, WorkIsBounded) {
               HasSubstr("steps"));
   EXPECT_THAT(render_error("{% set s = 'x' * 60000000 %}{% for i in range(100000) %}{{ s|length }}{% endfor %}"),
               HasSubstr("steps"));
+  // Iterating over a long string is charged before its characters are made into items.
+  EXPECT_THAT(render_error("{% for c in 'x' * 60000000 %}{% endfor %}"), HasSubstr("steps"));
+  EXPECT_THAT(render_error("{{ ('x' * 60000000)|list|length }}"), HasSubstr("steps"));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
 }
 
