@@ -1,7 +1,6 @@
 #include "chat/interpreter.h"
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <optional>
 
@@ -149,15 +148,16 @@ class Interpreter {
       if (x < 0) x += n;
       return std::clamp(x, lo_clamp, hi_clamp);
     };
-    // 128-bit positions: a huge step must not overflow past the end.
+    // 128-bit positions: a huge step must not overflow past the end. Charged before building.
     if (step > 0) {
       const int64_t b = lo ? norm(*lo, 0, n) : 0, e = hi ? norm(*hi, 0, n) : n;
+      budget_.step(e > b ? static_cast<int64_t>((__int128{e} - b + step - 1) / step) : 0);
       for (__int128 k = b; k < e; k += step) idx.push_back(static_cast<int64_t>(k));
     } else {
       const int64_t b = lo ? norm(*lo, -1, n - 1) : n - 1, e = hi ? norm(*hi, -1, n - 1) : -1;
+      budget_.step(b > e ? static_cast<int64_t>((__int128{b} - e - step - 1) / -__int128{step}) : 0);
       for (__int128 k = b; k > e; k += step) idx.push_back(static_cast<int64_t>(k));
     }
-    budget_.step(static_cast<int64_t>(idx.size()));
     if (v.is_string()) {
       std::string s;
       for (int64_t k : idx) s += v.str()[static_cast<size_t>(k)];

@@ -123,6 +123,8 @@ TEST(ChatHostile, WorkIsBounded) {
   // Iterating over a long string is charged before its characters are made into items.
   EXPECT_THAT(render_error("{% for c in 'x' * 60000000 %}{% endfor %}"), HasSubstr("steps"));
   EXPECT_THAT(render_error("{{ ('x' * 60000000)|list|length }}"), HasSubstr("steps"));
+  EXPECT_THAT(render_error("{{ ('x' * 60000000)[::-1]|length }}"), HasSubstr("steps"));
+  EXPECT_EQ(render("{{ 'abcdef'[::-2] }} {{ 'abcdef'[4:0:-3] }} {{ [1, 2, 3, 4][1::2] }}"), "fdb eb [2, 4]");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
 }
 
