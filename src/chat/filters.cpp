@@ -78,12 +78,18 @@ Value length(const Value& v, const Call& c) {
   c.error("length of a value without length");
 }
 
+// A width (indentation) that a string could hold.
+void check_width(const Call& c, const char* what, int64_t width) {
+  if (width < 0 || width > static_cast<int64_t>(kMaxStringBytes))
+    c.error(cat(what, " ", width, " is not in [0, ", kMaxStringBytes, "]"));
+}
+
 Value tojson(const Value& v, const Call& c) {
   Value indent = c.kwarg("indent");
   if (indent.undefined()) indent = c.arg(0);
   if (!indent.is_int()) return Value(to_json(v, -1, 0));
   const int64_t width = indent.integer();
-  if (width < 0 || width > static_cast<int64_t>(kMaxStringBytes)) c.error(cat("tojson: indent ", width, " is not in [0, ", kMaxStringBytes, "]"));
+  check_width(c, "tojson: indent", width);
   return Value(to_json(v, static_cast<int>(width), 0));
 }
 
@@ -246,7 +252,7 @@ Value unique(const Value& v, const Call& c) {
 Value indent(const Value& v, const Call& c) {
   const int64_t width = c.arg(0).is_int() ? c.arg(0).integer() : 4;
   const bool first = c.arg(1).is_bool() && std::get<bool>(c.arg(1).v);
-  if (width < 0 || width > static_cast<int64_t>(kMaxStringBytes)) c.error(cat("indent: width ", width, " is not in [0, ", kMaxStringBytes, "]"));
+  check_width(c, "indent: width", width);
   std::string s = to_string(v), r;
   const size_t lines = static_cast<size_t>(std::count(s.begin(), s.end(), '\n')) + 1;
   const size_t size = s.size() + lines * static_cast<size_t>(width);

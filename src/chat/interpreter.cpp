@@ -420,7 +420,8 @@ class Interpreter {
     const __int128 step = st > 0 ? __int128{st} : -__int128{st};
     const __int128 count = span <= 0 ? 0 : (span + step - 1) / step;
     if (count > kMaxRenderSteps)
-      error(e.pos, cat("range() of ", static_cast<int64_t>(count), " numbers exceeds the limit of ", kMaxRenderSteps, " steps"));
+      error(e.pos,
+            cat("range() of ", static_cast<int64_t>(count), " numbers exceeds the limit of ", kMaxRenderSteps, " steps"));
     budget_.step(static_cast<int64_t>(count));
     Array a;
     a.reserve(static_cast<size_t>(count));
