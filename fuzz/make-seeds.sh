@@ -56,6 +56,8 @@ for f in tests/tokenizer/templates/*.jinja; do { printf 'c'; cat "$f"; } > "$out
 /usr/bin/python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); t=c.get("chat_template"); t and sys.stdout.write("c"+(t if isinstance(t,str) else t[0]["template"]))' \
   models/demo/tokenizer_config.json > "$out/tokenizer/c-demo"
 [ -s "$out/tokenizer/c-demo" ] || rm "$out/tokenizer/c-demo"
+# The hostile tokenizer files and templates kept as regressions (each starts with its mode byte).
+for f in tests/regressions/tokenizer/*; do cp "$f" "$out/tokenizer/r-$(basename "$f")"; done
 
 # args: NUL-separated argv.
 i=0

@@ -4,6 +4,7 @@
 #include "chat/lexer.h"
 #include "chat/parser.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode.h"
 #include "util/error.h"
 
 namespace hfstatic {
@@ -17,18 +18,23 @@ std::string render_chat_template(const std::string& source, const nlohmann::orde
 }
 
 std::string render_chat_template(const std::string& source, const nlohmann::json& context) {
-  return render_chat_template(source, nlohmann::ordered_json::parse(context.dump()));
+  // Text that is not UTF-8 reads as U+FFFD rather than failing the conversion.
+  return render_chat_template(
+      source, nlohmann::ordered_json::parse(context.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
 }
 
 std::string apply_chat_template(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
                                 bool add_generation_prompt) {
   if (tokenizer.chat_template().empty()) fail("tokenizer has no chat_template (tokenizer_config.json)");
-  nlohmann::json msgs = nlohmann::json::array();
-  for (const auto& m : messages) msgs.push_back({{"role", m.role}, {"content", m.content}});
-  nlohmann::json context = {{"messages", msgs},
-                            {"add_generation_prompt", add_generation_prompt},
-                            {"bos_token", tokenizer.bos_token()},
-                            {"eos_token", tokenizer.eos_token()}};
+  // Messages are read as the tokenizer reads text: invalid UTF-8 becomes U+FFFD. Keys in sorted
+  // order, as templates that walk a mapping have always seen them.
+  nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
+  for (const auto& m : messages)
+    msgs.push_back({{"content", unicode::to_valid_utf8(m.content)}, {"role", unicode::to_valid_utf8(m.role)}});
+  const nlohmann::ordered_json context = {{"add_generation_prompt", add_generation_prompt},
+                                          {"bos_token", tokenizer.bos_token()},
+                                          {"eos_token", tokenizer.eos_token()},
+                                          {"messages", msgs}};
   return render_chat_template(tokenizer.chat_template(), context);
 }
 

@@ -1,11 +1,15 @@
 // Filters (value|name(args)) and the string helpers they share with the methods.
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
+#include "chat/budget.h"
 #include "chat/builtins.h"
 #include "util/error.h"
 
@@ -38,6 +42,12 @@ std::string change_case(const std::string& s, const std::string& how) {
 }
 
 std::string replace_all(const std::string& s, const std::string& from, const std::string& to) {
+  size_t hits = 0;
+  for (size_t hit = s.find(from); hit != std::string::npos; hit = s.find(from, hit + from.size())) ++hits;
+  if (to.size() > from.size() && hits > kMaxStringBytes / (to.size() - from.size()))
+    render_error(cat("replace: ", hits, " replacements of ", from.size(), " by ", to.size(), " bytes exceed the ",
+                     kMaxStringBytes >> 20, " MiB limit"));
+  check_string_size(s.size() + hits * to.size() - hits * from.size());
   std::string r;
   size_t pos = 0;
   for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size())
@@ -68,25 +78,41 @@ Value length(const Value& v, const Call& c) {
   c.error("length of a value without length");
 }
 
+// A width (indentation) that a string could hold.
+void check_width(const Call& c, const char* what, int64_t width) {
+  if (width < 0 || width > static_cast<int64_t>(kMaxStringBytes))
+    c.error(cat(what, " ", width, " is not in [0, ", kMaxStringBytes, "]"));
+}
+
 Value tojson(const Value& v, const Call& c) {
   Value indent = c.kwarg("indent");
   if (indent.undefined()) indent = c.arg(0);
-  return Value(to_json(v, indent.is_int() ? static_cast<int>(indent.integer()) : -1, 0));
+  if (!indent.is_int()) return Value(to_json(v, -1, 0));
+  const int64_t width = indent.integer();
+  check_width(c, "tojson: indent", width);
+  return Value(to_json(v, static_cast<int>(width), 0));
 }
 
 Value string(const Value& v, const Call&) { return Value(to_string(v)); }
 Value identity(const Value& v, const Call&) { return v; }
 Value letter_case(const Value& v, const Call& c) { return Value(change_case(to_string(v), c.name)); }
 
-Value to_int(const Value& v, const Call&) {
-  return v.is_string() ? Value(static_cast<int64_t>(std::strtoll(v.str().c_str(), nullptr, 10))) : Value(v.integer());
+Value to_int(const Value& v, const Call& c) {
+  if (!v.is_string()) return v.is_number() || v.is_bool() ? Value(v.integer("int")) : Value(int64_t{0});
+  errno = 0;
+  const long long n = std::strtoll(v.str().c_str(), nullptr, 10);
+  if (errno == ERANGE) c.error(cat("int: '", v.str().substr(0, 40), "' does not fit a 64-bit integer"));
+  return Value(static_cast<int64_t>(n));
 }
 
 Value to_float(const Value& v, const Call&) {
-  return v.is_string() ? Value(std::strtod(v.str().c_str(), nullptr)) : Value(v.num());
+  if (v.is_string()) return Value(std::strtod(v.str().c_str(), nullptr));
+  return Value(v.is_number() || v.is_bool() ? v.num() : 0.0);
 }
 
-Value absolute(const Value& v, const Call&) {
+Value absolute(const Value& v, const Call& c) {
+  if (v.is_int() && v.integer() == INT64_MIN) c.error("abs: the result does not fit 64 bits");
+  if (!v.is_number() && !v.is_bool()) c.error("abs of a value that is not a number");
   return v.is_int() ? Value(static_cast<int64_t>(std::llabs(v.integer()))) : Value(std::fabs(v.num()));
 }
 
@@ -98,6 +124,7 @@ Value default_value(const Value& v, const Call& c) {
 
 Value list(const Value& v, const Call&) {
   if (v.is_array()) return v;
+  charge_steps(static_cast<int64_t>(v.is_string() ? v.str().size() : v.is_object() ? v.obj().size() : 0));
   Array a;
   if (v.is_string()) for (char ch : v.str()) a.emplace_back(std::string(1, ch));
   else if (v.is_object()) for (const auto& kv : v.obj()) a.emplace_back(kv.first);
@@ -114,6 +141,7 @@ Value first_or_last(const Value& v, const Call& c) {
 Value reverse(const Value& v, const Call& c) {
   if (v.is_string()) return Value(std::string(v.str().rbegin(), v.str().rend()));
   if (v.is_array()) {
+    charge_steps(static_cast<int64_t>(v.arr().size()));
     Array a(v.arr().rbegin(), v.arr().rend());
     return Value::array(std::move(a));
   }
@@ -124,8 +152,13 @@ Value join(const Value& v, const Call& c) {
   if (!v.is_array()) c.error("join of a value that is not a list");
   std::string sep = c.arg(0).is_string() ? c.arg(0).str() : "";
   std::string r;
-  for (size_t i = 0; i < v.arr().size(); ++i) r += (i ? sep : "") + to_string(v.arr()[i]);
-  return Value(r);
+  for (size_t i = 0; i < v.arr().size(); ++i) {
+    const std::string item = to_string(v.arr()[i]);
+    charge_steps(1);
+    check_string_size(r.size() + sep.size() + item.size());
+    r += (i ? sep : "") + item;
+  }
+  return Value(std::move(r));
 }
 
 Value replace(const Value& v, const Call& c) {
@@ -137,6 +170,7 @@ Value replace(const Value& v, const Call& c) {
 
 Value items(const Value& v, const Call& c) {
   if (!v.is_object()) c.error("items of a value that is not a mapping");
+  charge_steps(static_cast<int64_t>(v.obj().size()));
   return Value::array(items_of(v));
 }
 
@@ -147,6 +181,7 @@ Value select(const Value& v, const Call& c) {
   const bool keep_true = c.name == "selectattr" || c.name == "select";
   const size_t ti = attr ? 1 : 0;
   Array out;
+  charge_steps(static_cast<int64_t>(v.arr().size()));
   for (const auto& item : v.arr()) {
     Value subject = item;
     if (attr) {
@@ -168,6 +203,7 @@ Value select(const Value& v, const Call& c) {
 Value map(const Value& v, const Call& c) {
   if (!v.is_array()) c.error("map of a value that is not a list");
   Value attribute = c.kwarg("attribute");
+  charge_steps(static_cast<int64_t>(v.arr().size()));
   Array out;
   for (const auto& item : v.arr()) {
     if (attribute.is_string()) {
@@ -180,19 +216,49 @@ Value map(const Value& v, const Call& c) {
   return Value::array(std::move(out));
 }
 
+// The key under which equal() finds a value equal to `v` (numbers compare as doubles); none for
+// lists, mappings and NaN, which are compared one by one.
+std::optional<std::string> unique_key(const Value& v) {
+  if (v.is_number()) {
+    const double d = v.num() == 0 ? 0.0 : v.num();
+    if (std::isnan(d)) return std::nullopt;
+    std::string key(1 + sizeof d, 'n');
+    std::memcpy(key.data() + 1, &d, sizeof d);
+    return key;
+  }
+  if (v.is_string()) return "s" + v.str();
+  if (v.is_bool()) return std::get<bool>(v.v) ? "T" : "F";
+  if (v.none()) return "N";
+  if (v.undefined()) return "U";
+  return std::nullopt;
+}
+
 Value unique(const Value& v, const Call& c) {
   if (!v.is_array()) c.error("unique of a value that is not a list");
-  Array out;
-  for (const auto& item : v.arr())
-    if (std::none_of(out.begin(), out.end(), [&](const Value& o) { return equal(o, item); })) out.push_back(item);
+  charge_steps(static_cast<int64_t>(v.arr().size()));
+  std::unordered_set<std::string> seen;
+  Array out, containers;
+  for (const auto& item : v.arr()) {
+    if (std::optional<std::string> key = unique_key(item)) {
+      if (seen.insert(std::move(*key)).second) out.push_back(item);
+    } else if (std::none_of(containers.begin(), containers.end(), [&](const Value& o) { return equal(o, item); })) {
+      containers.push_back(item);
+      out.push_back(item);
+    }
+  }
   return Value::array(std::move(out));
 }
 
 Value indent(const Value& v, const Call& c) {
   const int64_t width = c.arg(0).is_int() ? c.arg(0).integer() : 4;
   const bool first = c.arg(1).is_bool() && std::get<bool>(c.arg(1).v);
-  const std::string pad(static_cast<size_t>(width), ' ');
+  check_width(c, "indent: width", width);
   std::string s = to_string(v), r;
+  const size_t lines = static_cast<size_t>(std::count(s.begin(), s.end(), '\n')) + 1;
+  const size_t size = s.size() + lines * static_cast<size_t>(width);
+  if (size > kMaxStringBytes)
+    c.error(cat("indent: width ", width, " over ", lines, " lines exceeds the ", kMaxStringBytes >> 20, " MiB limit"));
+  const std::string pad(static_cast<size_t>(width), ' ');
   for (size_t i = 0; i < s.size(); ++i) {
     r += s[i];
     if (s[i] == '\n' && i + 1 < s.size() && s[i + 1] != '\n') r += pad;
@@ -221,7 +287,10 @@ const std::unordered_map<std::string_view, Filter>& filters() {
 Value apply_filter(const Value& v, const Call& call) {
   auto it = filters().find(call.name);
   if (it == filters().end()) call.error(cat("unknown filter '", call.name, "'"));
-  return it->second(v, call);
+  if (v.is_string()) charge_scan(v.str().size());
+  Value result = it->second(v, call);
+  if (result.is_string()) charge_string(result.str().size());
+  return result;
 }
 
 }  // namespace hfstatic::chat

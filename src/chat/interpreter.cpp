@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "chat/budget.h"
 #include "chat/builtins.h"
 #include "util/error.h"
 
@@ -19,7 +20,9 @@ class Interpreter {
   friend struct Call;  // evaluates keyword arguments on demand
 
  public:
-  Interpreter(const Source& src, Value globals) : src_(src) { scopes_.push_back(std::move(globals)); }
+  Interpreter(const Source& src, Value globals, RenderBudget& budget) : src_(src), budget_(budget) {
+    scopes_.push_back(std::move(globals));
+  }
 
   void run(const Body& body, std::string& out) {
     for (const auto& n : body) exec(*n, out);
@@ -27,7 +30,15 @@ class Interpreter {
 
  private:
   const Source& src_;
+  RenderBudget& budget_;
   std::vector<Value> scopes_;  // objects; innermost last
+
+  // Appends to the render's output, which is bounded like any string.
+  static void emit(std::string& out, const std::string& text) {
+    charge_string(text.size());
+    check_string_size(out.size() + text.size());
+    out += text;
+  }
 
   [[noreturn]] void error(size_t pos, const std::string& msg) const { src_.error(pos, msg); }
 
@@ -39,9 +50,11 @@ class Interpreter {
   void assign(const std::string& name, Value v) { scopes_.back().set(name, std::move(v)); }
 
   void exec(const Node& n, std::string& out) {
+    budget_.at(n.pos);
+    budget_.step();
     switch (n.kind) {
-      case NodeKind::kText: out += n.text; break;
-      case NodeKind::kOutput: out += to_string(eval(*n.expr)); break;
+      case NodeKind::kText: emit(out, n.text); break;
+      case NodeKind::kOutput: emit(out, to_string(eval(*n.expr))); break;
       case NodeKind::kIf:
         for (const auto& [cond, body] : n.branches) {
           if (!cond || truthy(eval(*cond))) {
@@ -55,6 +68,7 @@ class Interpreter {
         if (!n.attr.empty()) {
           Value ns = lookup(n.targets[0]);
           if (!ns.is_object() || !ns.is_namespace) error(n.pos, cat("'", n.targets[0], "' is not a namespace"));
+          budget_.mutated(ns);
           ns.set(n.attr, v);
         } else if (n.targets.size() == 1) {
           assign(n.targets[0], v);
@@ -72,6 +86,11 @@ class Interpreter {
 
   void exec_for(const Node& n, std::string& out) {
     Value seq = eval(*n.expr);
+    // Charged before the items are built: a long string would otherwise be gigabytes of them.
+    budget_.step(static_cast<int64_t>(seq.is_array()    ? seq.arr().size()
+                                      : seq.is_object() ? seq.obj().size()
+                                      : seq.is_string() ? seq.str().size()
+                                                        : 0));
     Array items;
     if (seq.is_array()) {
       items = seq.arr();
@@ -122,19 +141,22 @@ class Interpreter {
     scopes_.pop_back();
   }
 
-  static Value slice(const Value& v, std::optional<int64_t> lo, std::optional<int64_t> hi, int64_t step) {
+  Value slice(const Value& v, std::optional<int64_t> lo, std::optional<int64_t> hi, int64_t step) {
     const int64_t n = v.is_string() ? static_cast<int64_t>(v.str().size()) : static_cast<int64_t>(v.arr().size());
     std::vector<int64_t> idx;
     auto norm = [&](int64_t x, int64_t lo_clamp, int64_t hi_clamp) {
       if (x < 0) x += n;
       return std::clamp(x, lo_clamp, hi_clamp);
     };
+    // 128-bit positions: a huge step must not overflow past the end. Charged before building.
     if (step > 0) {
       const int64_t b = lo ? norm(*lo, 0, n) : 0, e = hi ? norm(*hi, 0, n) : n;
-      for (int64_t k = b; k < e; k += step) idx.push_back(k);
+      budget_.step(e > b ? static_cast<int64_t>((__int128{e} - b + step - 1) / step) : 0);
+      for (__int128 k = b; k < e; k += step) idx.push_back(static_cast<int64_t>(k));
     } else {
       const int64_t b = lo ? norm(*lo, -1, n - 1) : n - 1, e = hi ? norm(*hi, -1, n - 1) : -1;
-      for (int64_t k = b; k > e; k += step) idx.push_back(k);
+      budget_.step(b > e ? static_cast<int64_t>((__int128{b} - e - step - 1) / -__int128{step}) : 0);
+      for (__int128 k = b; k > e; k += step) idx.push_back(static_cast<int64_t>(k));
     }
     if (v.is_string()) {
       std::string s;
@@ -147,6 +169,7 @@ class Interpreter {
   }
 
   Value eval(const Expr& e) {
+    budget_.step();
     switch (e.kind) {
       case ExprKind::kLiteral: return e.literal;
       case ExprKind::kName: return lookup(e.name);
@@ -189,9 +212,9 @@ class Interpreter {
         if (!o.is_array() && !o.is_string()) error(e.pos, "cannot slice a value that is not a list or string");
         std::optional<int64_t> lo, hi;
         int64_t step = 1;
-        if (e.b) lo = eval(*e.b).integer();
-        if (e.c) hi = eval(*e.c).integer();
-        if (!e.args.empty() && e.args[0]) step = eval(*e.args[0]).integer();
+        if (e.b) lo = eval(*e.b).integer("slice");
+        if (e.c) hi = eval(*e.c).integer("slice");
+        if (!e.args.empty() && e.args[0]) step = eval(*e.args[0]).integer("slice");
         if (step == 0) error(e.pos, "slice step cannot be zero");
         return slice(o, lo, hi, step);
       }
@@ -205,7 +228,7 @@ class Interpreter {
         Value v = eval(*e.a);
         if (e.name == "not") return Value(!truthy(v));
         if (!v.is_number()) error(e.pos, cat("unary '", e.name, "' on a non-number"));
-        if (e.name == "-") return v.is_int() ? Value(-v.integer()) : Value(-v.num());
+        if (e.name == "-") return v.is_int() ? integer_op(e, "-", 0, v.integer()) : Value(-v.num());
         return v;
       }
       case ExprKind::kCond: {
@@ -228,13 +251,14 @@ class Interpreter {
       return truthy(l) ? l : eval(*e.b);
     }
     Value l = eval(*e.a), r = eval(*e.b);
-    if (op == "~") return Value(to_string(l) + to_string(r));
+    if (op == "~") return concatenate(to_string(l), to_string(r));
     if (op == "==") return Value(equal(l, r));
     if (op == "!=") return Value(!equal(l, r));
     if (op == "in" || op == "not in") {
       bool found = false;
       if (r.is_string()) {
         if (!l.is_string()) error(e.pos, "'in <string>' requires a string on the left");
+        charge_scan(r.str().size());
         found = r.str().find(l.str()) != std::string::npos;
       } else if (r.is_array()) {
         for (const auto& x : r.arr()) found = found || equal(l, x);
@@ -246,61 +270,108 @@ class Interpreter {
       return Value(op == "in" ? found : !found);
     }
     if (op == "+") {
-      if (l.is_string() && r.is_string()) return Value(l.str() + r.str());
+      if (l.is_string() && r.is_string()) return concatenate(l.str(), r.str());
       if (l.is_array() && r.is_array()) {
+        budget_.step(static_cast<int64_t>(l.arr().size() + r.arr().size()));
         Array a = l.arr();
         a.insert(a.end(), r.arr().begin(), r.arr().end());
         return Value::array(std::move(a));
       }
-      if ((l.is_number() || l.is_bool()) && (r.is_number() || r.is_bool())) {
-        if (l.is_float() || r.is_float()) return Value(l.num() + r.num());
-        return Value(l.integer() + r.integer());
-      }
-      if (l.is_string() || r.is_string()) {
-        if (l.undefined() || r.undefined()) return Value(to_string(l) + to_string(r));
-        return Value(to_string(l) + to_string(r));
-      }
+      if ((l.is_number() || l.is_bool()) && (r.is_number() || r.is_bool())) return arithmetic(e, l, r);
+      if (l.is_string() || r.is_string()) return concatenate(to_string(l), to_string(r));
       error(e.pos, "unsupported operand types for '+'");
     }
     if (op == "<" || op == ">" || op == "<=" || op == ">=") {
       int c;
-      if (l.is_string() && r.is_string()) c = l.str().compare(r.str());
-      else if ((l.is_number() || l.is_bool()) && (r.is_number() || r.is_bool())) c = l.num() < r.num() ? -1 : l.num() > r.num() ? 1 : 0;
-      else error(e.pos, cat("cannot compare these values with '", op, "'"));
+      if (l.is_string() && r.is_string()) {
+        charge_scan(std::min(l.str().size(), r.str().size()));
+        c = l.str().compare(r.str());
+      } else if ((l.is_number() || l.is_bool()) && (r.is_number() || r.is_bool())) {
+        c = l.num() < r.num() ? -1 : l.num() > r.num() ? 1 : 0;
+      } else {
+        error(e.pos, cat("cannot compare these values with '", op, "'"));
+      }
       if (op == "<") return Value(c < 0);
       if (op == ">") return Value(c > 0);
       if (op == "<=") return Value(c <= 0);
       return Value(c >= 0);
     }
-    if (op == "*" && l.is_string() && r.is_int()) {
-      std::string s;
-      for (int64_t k = 0; k < r.integer(); ++k) s += l.str();
-      return Value(s);
-    }
+    if (op == "*" && l.is_string() && r.is_int()) return repeat(e, l.str(), r.integer());
     if (!(l.is_number() || l.is_bool()) || !(r.is_number() || r.is_bool()))
       error(e.pos, cat("unsupported operand types for '", op, "'"));
+    return arithmetic(e, l, r);
+  }
+
+  Value concatenate(const std::string& a, const std::string& b) {
+    charge_string(a.size() + b.size());
+    return Value(a + b);
+  }
+
+  Value repeat(const Expr& e, const std::string& s, int64_t count) {
+    if (count <= 0 || s.empty()) return Value("");
+    if (static_cast<uint64_t>(count) > kMaxStringBytes / s.size())
+      error(e.pos, cat("'*': repeating a string of ", s.size(), " bytes ", count, " times exceeds the ",
+                       kMaxStringBytes >> 20, " MiB limit"));
+    charge_string(s.size() * static_cast<size_t>(count));
+    std::string out;
+    out.reserve(s.size() * static_cast<size_t>(count));
+    for (int64_t k = 0; k < count; ++k) out += s;
+    return Value(std::move(out));
+  }
+
+  // Numbers (and booleans) under + - * / // % **; integers stay integers unless they overflow,
+  // which is an Error, as is dividing by zero.
+  Value arithmetic(const Expr& e, const Value& l, const Value& r) {
+    const std::string& op = e.name;
     const bool ints = !l.is_float() && !r.is_float();
-    if (op == "-") return ints ? Value(l.integer() - r.integer()) : Value(l.num() - r.num());
-    if (op == "*") return ints ? Value(l.integer() * r.integer()) : Value(l.num() * r.num());
     if (op == "/") {
       if (r.num() == 0) error(e.pos, "division by zero");
       return Value(l.num() / r.num());
     }
+    if ((op == "//" || op == "%") && r.num() == 0) error(e.pos, "division by zero");
+    if (ints && !(op == "**" && r.integer() < 0)) return integer_op(e, op, l.integer(), r.integer());
+    if (op == "+") return Value(l.num() + r.num());
+    if (op == "-") return Value(l.num() - r.num());
+    if (op == "*") return Value(l.num() * r.num());
     if (op == "//" || op == "%") {
-      if (r.num() == 0) error(e.pos, "division by zero");
-      if (ints) {
-        int64_t a = l.integer(), b = r.integer();
-        int64_t q = a / b, m = a % b;
-        if (m != 0 && ((m < 0) != (b < 0))) { --q; m += b; }
-        return op == "//" ? Value(q) : Value(m);
-      }
       const double q = std::floor(l.num() / r.num());
       return op == "//" ? Value(q) : Value(l.num() - q * r.num());
     }
-    if (op == "**") return ints && r.integer() >= 0 ? Value(static_cast<int64_t>(std::llround(std::pow(l.num(), r.num())))) : Value(std::pow(l.num(), r.num()));
+    if (op == "**") return Value(std::pow(l.num(), r.num()));
     error(e.pos, cat("unknown operator '", op, "'"));
   }
 
+  Value integer_op(const Expr& e, const std::string& op, int64_t a, int64_t b) {
+    int64_t result = 0;
+    bool overflow = false;
+    if (op == "+") {
+      overflow = __builtin_add_overflow(a, b, &result);
+    } else if (op == "-") {
+      overflow = __builtin_sub_overflow(a, b, &result);
+    } else if (op == "*") {
+      overflow = __builtin_mul_overflow(a, b, &result);
+    } else if (op == "//" || op == "%") {
+      if (b == 0) error(e.pos, "division by zero");
+      if (b == -1) {  // INT64_MIN / -1 traps
+        if (op == "%") return Value(int64_t{0});
+        overflow = __builtin_sub_overflow(int64_t{0}, a, &result);
+      } else {
+        int64_t q = a / b, m = a % b;
+        if (m != 0 && ((m < 0) != (b < 0))) { --q; m += b; }
+        result = op == "//" ? q : m;
+      }
+    } else if (op == "**") {  // b >= 0
+      result = 1;
+      for (int64_t base = a, exp = b; exp > 0 && !overflow; exp >>= 1) {
+        if (exp & 1) overflow = __builtin_mul_overflow(result, base, &result);
+        if (exp > 1 && !overflow) overflow = __builtin_mul_overflow(base, base, &base);
+      }
+    } else {
+      error(e.pos, cat("unknown operator '", op, "'"));
+    }
+    if (overflow) error(e.pos, cat("integer overflow in '", op, "': the result does not fit 64 bits"));
+    return Value(result);
+  }
 
   std::vector<Value> eval_args(const Expr& e) {
     std::vector<Value> a;
@@ -330,18 +401,32 @@ class Interpreter {
       for (const auto& [k, v] : e.kwargs) ns.set(k, eval(*v));
       return ns;
     }
-    if (fn == "range") {
-      std::vector<Value> args = eval_args(e);
-      int64_t b = 0, en = 0, st = 1;
-      if (args.size() == 1) en = args[0].integer();
-      else if (args.size() >= 2) { b = args[0].integer(); en = args[1].integer(); if (args.size() > 2) st = args[2].integer(); }
-      if (st == 0) error(e.pos, "range() step cannot be zero");
-      Array a;
-      for (int64_t k = b; st > 0 ? k < en : k > en; k += st) a.emplace_back(k);
-      return Value::array(std::move(a));
-    }
+    if (fn == "range") return range(e, eval_args(e));
     if (fn == "strftime_now") error(e.pos, "strftime_now() is not available (no clock in templates)");
     error(e.pos, cat("unknown function '", fn, "'"));
+  }
+
+  Value range(const Expr& e, const std::vector<Value>& args) {
+    int64_t b = 0, en = 0, st = 1;
+    if (args.size() == 1) {
+      en = args[0].integer("range");
+    } else if (args.size() >= 2) {
+      b = args[0].integer("range");
+      en = args[1].integer("range");
+      if (args.size() > 2) st = args[2].integer("range");
+    }
+    if (st == 0) error(e.pos, "range() step cannot be zero");
+    const __int128 span = st > 0 ? __int128{en} - b : __int128{b} - en;
+    const __int128 step = st > 0 ? __int128{st} : -__int128{st};
+    const __int128 count = span <= 0 ? 0 : (span + step - 1) / step;
+    if (count > kMaxRenderSteps)
+      error(e.pos,
+            cat("range() of ", static_cast<int64_t>(count), " numbers exceeds the limit of ", kMaxRenderSteps, " steps"));
+    budget_.step(static_cast<int64_t>(count));
+    Array a;
+    a.reserve(static_cast<size_t>(count));
+    for (int64_t k = 0; k < static_cast<int64_t>(count); ++k) a.emplace_back(static_cast<int64_t>(b + __int128{k} * st));
+    return Value::array(std::move(a));
   }
 
   Value filter(const Expr& e) {
@@ -368,7 +453,8 @@ Value Call::kwarg(const char* key) const {
 }
 
 std::string render(const Source& src, const Body& body, Value globals) {
-  Interpreter interpreter(src, std::move(globals));
+  RenderBudget budget(src);
+  Interpreter interpreter(src, std::move(globals), budget);
   std::string out;
   interpreter.run(body, out);
   return out;

@@ -4,6 +4,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "chat/budget.h"
 #include "chat/builtins.h"
 #include "util/error.h"
 
@@ -35,8 +36,10 @@ Value split(const Value& self, const Call& c) {
     if (sep.empty()) c.error("split() separator is empty");
     int64_t maxsplit = c.arg(1).is_int() ? c.arg(1).integer() : -1;
     size_t pos = 0;
-    for (size_t hit; maxsplit != 0 && (hit = s.find(sep, pos)) != std::string::npos; pos = hit + sep.size(), --maxsplit)
+    for (size_t hit; maxsplit != 0 && (hit = s.find(sep, pos)) != std::string::npos; pos = hit + sep.size(), --maxsplit) {
+      charge_steps(1);
       parts.emplace_back(s.substr(pos, hit - pos));
+    }
     parts.emplace_back(s.substr(pos));
   } else {
     size_t i = 0;
@@ -44,7 +47,10 @@ Value split(const Value& self, const Call& c) {
       while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
       size_t j = i;
       while (j < s.size() && !std::isspace(static_cast<unsigned char>(s[j]))) ++j;
-      if (j > i) parts.emplace_back(s.substr(i, j - i));
+      if (j > i) {
+        charge_steps(1);
+        parts.emplace_back(s.substr(i, j - i));
+      }
       i = j;
     }
   }
@@ -74,12 +80,14 @@ const MethodTable& string_methods() {
 }
 
 Value items(const Value& self, const Call&) {
+  charge_steps(static_cast<int64_t>(self.obj().size()));
   Array a;
   for (const auto& kv : self.obj()) a.push_back(Value::array({Value(kv.first), kv.second}));
   return Value::array(std::move(a));
 }
 
 Value keys_or_values(const Value& self, const Call& c) {
+  charge_steps(static_cast<int64_t>(self.obj().size()));
   Array a;
   for (const auto& kv : self.obj()) a.push_back(c.name == "keys" ? Value(kv.first) : kv.second);
   return Value::array(std::move(a));
@@ -96,6 +104,7 @@ const MethodTable& mapping_methods() {
 }
 
 Value append(const Value& self, const Call& c) {
+  record_mutation(self);
   self.arr().push_back(c.arg(0));
   return Value(None{});
 }
@@ -114,7 +123,12 @@ Value call_from(const MethodTable& table, const char* kind, const Value& self, c
 }  // namespace
 
 std::optional<Value> call_method(const Value& v, const Call& call) {
-  if (v.is_string()) return call_from(string_methods(), "string", v, call);
+  if (v.is_string()) {
+    charge_scan(v.str().size());
+    Value result = call_from(string_methods(), "string", v, call);
+    if (result.is_string()) charge_string(result.str().size());
+    return result;
+  }
   if (v.is_object() && !v.find(call.name)) return call_from(mapping_methods(), "mapping", v, call);
   if (v.is_array()) return call_from(list_methods(), "list", v, call);
   return std::nullopt;

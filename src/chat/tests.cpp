@@ -5,6 +5,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "chat/budget.h"
 #include "chat/builtins.h"
 #include "util/error.h"
 
@@ -16,13 +17,16 @@ bool is_false(const Value& v) { return v.is_bool() && !std::get<bool>(v.v); }
 
 bool odd_or_even(const Value& v, const Call& c) {
   if (!v.is_int()) c.error(cat("'", c.name, "' test needs an integer"));
-  return (std::llabs(v.integer()) % 2 == 1) == (c.name == "odd");
+  return (v.integer() % 2 != 0) == (c.name == "odd");
 }
 
 bool contained_in(const Value& v, const Call& c) {
   if (c.args.empty()) return false;
   const Value& container = c.args[0];
-  if (container.is_string()) return v.is_string() && container.str().find(v.str()) != std::string::npos;
+  if (container.is_string()) {
+    charge_scan(container.str().size());
+    return v.is_string() && container.str().find(v.str()) != std::string::npos;
+  }
   if (container.is_array())
     return std::any_of(container.arr().begin(), container.arr().end(), [&](const Value& x) { return equal(v, x); });
   if (container.is_object()) return v.is_string() && container.find(v.str());
@@ -76,6 +80,7 @@ const std::unordered_map<std::string_view, Test>& tests() {
 bool apply_test(const Value& v, const Call& call) {
   auto it = tests().find(call.name);
   if (it == tests().end()) call.error(cat("unknown test '", call.name, "'"));
+  if (v.is_string()) charge_scan(v.str().size());
   return it->second(v, call);
 }
 

@@ -3,10 +3,48 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <variant>
 
+#include "chat/budget.h"
 #include "util/error.h"
 
 namespace hfstatic::chat {
+namespace {
+
+thread_local std::vector<std::variant<Array*, Object*>> pending_deletes;
+thread_local bool deleting = false;
+
+// Deleting a container drops its elements, whose containers land here rather than being deleted
+// inside this one's destructor: the loop, not the stack, walks the nesting.
+template <typename T>
+void delete_later(T* container) {
+  pending_deletes.emplace_back(container);
+  if (deleting) return;
+  deleting = true;
+  while (!pending_deletes.empty()) {
+    auto next = pending_deletes.back();
+    pending_deletes.pop_back();
+    std::visit([](auto* p) { delete p; }, next);
+  }
+  deleting = false;
+}
+
+}  // namespace
+
+void DeferredDelete::operator()(Array* a) const { delete_later(a); }
+void DeferredDelete::operator()(Object* o) const { delete_later(o); }
+
+int64_t float_to_int(double d, const char* operation) {
+  // 2^63 is exactly representable; every double below it in magnitude converts.
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+    render_error(cat(operation, ": ", d, " does not fit a 64-bit integer"));
+  return static_cast<int64_t>(d);
+}
+
+double Value::float_value(const char* operation) const {
+  if (!is_number() && !is_bool()) render_error(cat(operation, ": expected a number"));
+  return num();
+}
 
 bool truthy(const Value& v) {
   if (v.undefined() || v.none()) return false;
@@ -18,23 +56,30 @@ bool truthy(const Value& v) {
   return !v.obj().empty();
 }
 
-bool equal(const Value& a, const Value& b) {
+bool equal(const Value& a, const Value& b, int depth) {
+  enter_value(depth);
   if (a.is_number() && b.is_number()) return a.num() == b.num();
   if (a.is_bool() && b.is_bool()) return std::get<bool>(a.v) == std::get<bool>(b.v);
-  if (a.is_string() && b.is_string()) return a.str() == b.str();
+  if (a.is_string() && b.is_string()) {
+    charge_scan(std::min(a.str().size(), b.str().size()));
+    return a.str() == b.str();
+  }
   if (a.none() && b.none()) return true;
   if (a.undefined() && b.undefined()) return true;
   if (a.is_array() && b.is_array()) {
+    if (&a.arr() == &b.arr()) return true;  // as Python's lists compare themselves
     if (a.arr().size() != b.arr().size()) return false;
     for (size_t i = 0; i < a.arr().size(); ++i)
-      if (!equal(a.arr()[i], b.arr()[i])) return false;
+      if (!equal(a.arr()[i], b.arr()[i], depth + 1)) return false;
     return true;
   }
   if (a.is_object() && b.is_object()) {
+    if (&a.obj() == &b.obj()) return true;
     if (a.obj().size() != b.obj().size()) return false;
+    charge_steps(static_cast<int64_t>(a.obj().size() * a.obj().size()));  // find is linear
     for (const auto& kv : a.obj()) {
       const Value* o = b.find(kv.first);
-      if (!o || !equal(kv.second, *o)) return false;
+      if (!o || !equal(kv.second, *o, depth + 1)) return false;
     }
     return true;
   }
@@ -86,21 +131,39 @@ std::string json_escape(const std::string& s) {
 }  // namespace
 
 std::string to_json(const Value& v, int indent, int depth) {
-  auto nl = [&](int d) { return indent < 0 ? std::string() : "\n" + std::string(static_cast<size_t>(indent * d), ' '); };
+  enter_value(depth);
+  auto nl = [&](std::string& out, int d) {
+    if (indent < 0) return;
+    const size_t width = static_cast<size_t>(indent) * static_cast<size_t>(d);
+    check_string_size(out.size() + 1 + width);
+    out += '\n';
+    out.append(width, ' ');
+  };
   if (v.undefined() || v.none()) return "null";
   if (v.is_bool()) return std::get<bool>(v.v) ? "true" : "false";
   if (v.is_int()) return std::to_string(std::get<int64_t>(v.v));
   if (v.is_float()) return nlohmann::json(std::get<double>(v.v)).dump();
-  if (v.is_string()) return json_escape(v.str());
+  if (v.is_string()) {
+    charge_scan(v.str().size());
+    std::string escaped = json_escape(v.str());
+    check_string_size(escaped.size());
+    return escaped;
+  }
   const std::string sep = indent < 0 ? ", " : ",";
+  auto append = [](std::string& out, const std::string& piece) {
+    check_string_size(out.size() + piece.size());
+    out += piece;
+  };
   if (v.is_array()) {
     if (v.arr().empty()) return "[]";
     std::string out = "[";
     for (size_t i = 0; i < v.arr().size(); ++i) {
       if (i) out += sep;
-      out += nl(depth + 1) + to_json(v.arr()[i], indent, depth + 1);
+      nl(out, depth + 1);
+      append(out, to_json(v.arr()[i], indent, depth + 1));
     }
-    return out + nl(depth) + "]";
+    nl(out, depth);
+    return out + "]";
   }
   if (v.obj().empty()) return "{}";
   std::string out = "{";
@@ -108,9 +171,12 @@ std::string to_json(const Value& v, int indent, int depth) {
   for (const auto& kv : v.obj()) {
     if (!first) out += sep;
     first = false;
-    out += nl(depth + 1) + json_escape(kv.first) + ": " + to_json(kv.second, indent, depth + 1);
+    nl(out, depth + 1);
+    append(out, json_escape(kv.first) + ": ");
+    append(out, to_json(kv.second, indent, depth + 1));
   }
-  return out + nl(depth) + "}";
+  nl(out, depth);
+  return out + "}";
 }
 
 std::string to_string(const Value& v) {
@@ -123,9 +189,16 @@ std::string to_string(const Value& v) {
   return repr(v);
 }
 
-std::string repr(const Value& v) {
+std::string repr(const Value& v, int depth) {
+  enter_value(depth);
   if (v.is_string()) {
-    std::string out = "'";
+    size_t size = 2;
+    for (char c : v.str()) size += (c == '\'' || c == '\\' || c == '\n') ? 2 : 1;
+    check_string_size(size);
+    charge_scan(v.str().size());
+    std::string out;
+    out.reserve(size);
+    out += '\'';
     for (char c : v.str()) {
       if (c == '\'') out += "\\'";
       else if (c == '\\') out += "\\\\";
@@ -134,17 +207,26 @@ std::string repr(const Value& v) {
     }
     return out + "'";
   }
+  auto append = [](std::string& out, const std::string& piece) {
+    check_string_size(out.size() + piece.size());
+    out += piece;
+  };
   if (v.is_array()) {
     std::string out = "[";
-    for (size_t i = 0; i < v.arr().size(); ++i) out += (i ? ", " : "") + repr(v.arr()[i]);
+    for (size_t i = 0; i < v.arr().size(); ++i) {
+      if (i) out += ", ";
+      append(out, repr(v.arr()[i], depth + 1));
+    }
     return out + "]";
   }
   if (v.is_object()) {
     std::string out = "{";
     bool first = true;
     for (const auto& kv : v.obj()) {
-      out += (first ? "" : ", ") + repr(Value(kv.first)) + ": " + repr(kv.second);
+      if (!first) out += ", ";
       first = false;
+      append(out, repr(Value(kv.first), depth + 1) + ": ");
+      append(out, repr(kv.second, depth + 1));
     }
     return out + "}";
   }

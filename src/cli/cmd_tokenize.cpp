@@ -1,6 +1,9 @@
 // hfstatic tokenize / detokenize: text <-> token ids with a model's Hugging Face tokenizer.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -10,9 +13,25 @@
 #include "format/program.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 namespace hfstatic::cli {
 namespace {
+
+// Up to `size` bytes from the start of the regular file `path`.
+std::string read_file_head(const std::string& path, size_t size) {
+  uint64_t file_size = 0;
+  const int fd = open_regular_file(path, &file_size);
+  std::string head(std::min<uint64_t>(size, file_size), '\0');
+  ssize_t n;
+  do {
+    n = ::read(fd, head.data(), head.size());
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  if (n < 0) fail(path, ": read failed");
+  head.resize(static_cast<size_t>(n));
+  return head;
+}
 
 std::string read_stdin() {
   std::ostringstream ss;
@@ -23,12 +42,10 @@ std::string read_stdin() {
 // TOKENIZER is a tokenizer.json (with an optional sibling tokenizer_config.json) or a program
 // file with embedded tokenizer.json / tokenizer_config.json.
 Tokenizer load_tokenizer(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open tokenizer ", path);
-  char c = 0;
-  while (in.get(c) && (c == ' ' || c == '\n' || c == '\r' || c == '\t')) {
-  }
-  if (c == '{') return Tokenizer::from_file(path);
+  // Only a regular file: a FIFO would block, a directory would read as empty.
+  const std::string head = read_file_head(path, 4096);
+  const size_t first = head.find_first_not_of(" \n\r\t");
+  if (first != std::string::npos && head[first] == '{') return Tokenizer::from_file(path);
   const std::string json = program_embedded_file(path, "tokenizer.json");
   if (json.empty()) fail(path, ": program has no embedded tokenizer.json");
   const std::string config = program_embedded_file(path, "tokenizer_config.json");

@@ -39,7 +39,7 @@ void MergeTable::insert(int32_t a, int32_t b, int32_t rank, int32_t merged) {
   }
 }
 
-int32_t bpe_vocab_max_id(const json& model) {
+int32_t bpe_vocab_max_id(const json& model, int64_t id_limit) {
   std::string model_type = model.contains("type") && model["type"].is_string() ? model["type"].get<std::string>() : "";
   if (model_type.empty() && model.contains("merges")) model_type = "BPE";
   if (model_type != "BPE") fail("tokenizer.json: model.type \"", model_type, "\" is not supported (only BPE)");
@@ -50,7 +50,7 @@ int32_t bpe_vocab_max_id(const json& model) {
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     if (!it.value().is_number_integer()) fail("tokenizer.json: model.vocab[\"", it.key(), "\"]: expected an integer id");
     const int64_t id = it.value().get<int64_t>();
-    if (id < 0 || id > 50000000) fail("tokenizer.json: model.vocab[\"", it.key(), "\"]: id ", id, " out of range");
+    if (id < 0 || id >= id_limit) fail("tokenizer.json: model.vocab[\"", it.key(), "\"]: ", token_id_range_error(id, id_limit));
     max_id = std::max(max_id, static_cast<int32_t>(id));
   }
   return max_id;

@@ -5,14 +5,13 @@
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 #include "util/error.h"
 #include "util/json_limits.h"
+#include "util/mapped_file.h"
 
 namespace hfstatic {
 
@@ -102,6 +101,11 @@ char32_t cp_before(std::string_view s, size_t pos) {
   return cp;
 }
 
+std::string token_id_range_error(int64_t id, int64_t id_limit) {
+  if (id >= kMaxTokenId) return cat("id ", id, " is out of range (ids are below ", kMaxTokenId, ")");
+  return cat("id ", id, " is out of range [0, ", id_limit, ") for a file of this many vocab and added_tokens entries");
+}
+
 // Replaces every occurrence of `from` by `to`.
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
   if (from.empty() || s.find(from) == std::string::npos) return;
@@ -138,14 +142,6 @@ char32_t cp_at(std::string_view s, size_t pos) {
   return cp;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open ", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 json parse_json_text(const std::string& text, const char* name) {
   json root;
   try {
@@ -159,13 +155,13 @@ json parse_json_text(const std::string& text, const char* name) {
 }
 
 // Checks the added tokens; returns the largest id among them and `max_id`.
-int32_t added_tokens_max_id(const json& added_json, int32_t max_id) {
+int32_t added_tokens_max_id(const json& added_json, int32_t max_id, int64_t id_limit) {
   for (size_t i = 0; i < added_json.size(); ++i) {
     const json& a = added_json[i];
     if (!a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") || !a["content"].is_string())
       fail("tokenizer.json: added_tokens[", i, "]: needs integer \"id\" and string \"content\"");
     const int64_t id = a["id"].get<int64_t>();
-    if (id < 0 || id > 50000000) fail("tokenizer.json: added_tokens[", i, "]: id ", id, " out of range");
+    if (id < 0 || id >= id_limit) fail("tokenizer.json: added_tokens[", i, "]: ", token_id_range_error(id, id_limit));
     max_id = std::max(max_id, static_cast<int32_t>(id));
   }
   return max_id;
@@ -207,6 +203,34 @@ bool parse_components(Tokenizer::Impl& t, const json& root) {
   return has_post;
 }
 
+// "a number", "a list"... for errors.
+std::string json_type_name(const json& v) {
+  if (v.is_number()) return "a number";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_object()) return "an object";
+  if (v.is_array()) return "a list";
+  if (v.is_null()) return "null";
+  return "a string";
+}
+
+// A string, or a list of {"name", "template"} of which the one named "default" is used; null is none.
+std::string config_chat_template(const json& ct) {
+  const char* where = "tokenizer_config.json: chat_template";
+  if (ct.is_null()) return {};
+  if (ct.is_string()) return ct.get<std::string>();
+  if (!ct.is_array()) fail(where, " is ", json_type_name(ct), ", not a string");
+  std::optional<std::string> found;
+  for (size_t i = 0; i < ct.size(); ++i) {
+    const json& entry = ct[i];
+    if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string() || !entry.contains("template") ||
+        !entry["template"].is_string())
+      fail(where, "[", i, "]: expected an object with string \"name\" and \"template\"");
+    if (entry["name"] == "default") found = entry["template"].get<std::string>();
+  }
+  if (!found) fail(where, " is a list of named templates without one named \"default\"");
+  return *found;
+}
+
 // tokenizer_config.json: bos and eos tokens, clean-up of spaces, the chat template.
 void parse_config(Tokenizer::Impl& t, const json& config) {
   if (config.contains("bos_token")) t.bos_token = token_content(config["bos_token"]);
@@ -214,16 +238,7 @@ void parse_config(Tokenizer::Impl& t, const json& config) {
   if (!t.bos_token.empty()) t.bos_id = lookup_token(t, t.bos_token);
   if (!t.eos_token.empty()) t.eos_id = lookup_token(t, t.eos_token);
   t.clean_up_tokenization_spaces = get_bool(config, "clean_up_tokenization_spaces", false);
-  if (config.contains("chat_template")) {
-    const json& ct = config["chat_template"];
-    if (ct.is_string()) {
-      t.chat_template = ct.get<std::string>();
-    } else if (ct.is_array()) {
-      for (const json& entry : ct)
-        if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") && entry["template"].is_string())
-          t.chat_template = entry["template"].get<std::string>();
-    }
-  }
+  if (config.contains("chat_template")) t.chat_template = config_chat_template(config["chat_template"]);
 }
 
 }  // namespace
@@ -337,9 +352,11 @@ Tokenizer Tokenizer::from_json(const std::string& tokenizer_json, const std::str
   Impl& t = *impl;
 
   const json& model = require(root, "model", "tokenizer.json");
-  const int32_t vocab_max_id = bpe_vocab_max_id(model);
   const json added_json = root.contains("added_tokens") && root["added_tokens"].is_array() ? root["added_tokens"] : json::array();
-  const int32_t max_id = added_tokens_max_id(added_json, vocab_max_id);
+  const size_t vocab_entries = model.contains("vocab") && model["vocab"].is_object() ? model["vocab"].size() : 0;
+  const int64_t id_limit = token_id_limit(vocab_entries + added_json.size());
+  const int32_t vocab_max_id = bpe_vocab_max_id(model, id_limit);
+  const int32_t max_id = added_tokens_max_id(added_json, vocab_max_id, id_limit);
   t.id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
   t.added_kind.assign(static_cast<size_t>(max_id + 1), 0);
   parse_bpe_model(t, model, added_json.size());
@@ -353,16 +370,13 @@ Tokenizer Tokenizer::from_json(const std::string& tokenizer_json, const std::str
 }
 
 Tokenizer Tokenizer::from_file(const std::string& path) {
-  const std::string json_text = read_file(path);
+  // read_text_file refuses what is not a regular file (a FIFO would block, a directory read empty).
+  const std::string json_text = read_text_file(path);
   std::string config_text;
   const size_t slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? std::string(".") : path.substr(0, slash);
-  std::ifstream probe(dir + "/tokenizer_config.json", std::ios::binary);
-  if (probe) {
-    std::ostringstream ss;
-    ss << probe.rdbuf();
-    config_text = ss.str();
-  }
+  const std::string config_path = dir + "/tokenizer_config.json";
+  if (file_exists(config_path)) config_text = read_text_file(config_path);
   try {
     return from_json(json_text, config_text);
   } catch (const Error& e) {

@@ -3,6 +3,7 @@
 // model_bpe.cpp, post_processor.cpp and decoder.cpp, each reading its part of tokenizer.json and
 // applying it; tokenizer.cpp assembles them, with the added tokens and tokenizer_config.json.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -206,7 +207,17 @@ PreTokenizer parse_pre_tokenizer(const nlohmann::json& j, const std::string& whe
 void apply_pre_tokenizer(const PreTokenizer& p, bool first_section, Pieces& in, Pieces& out);
 
 // model_bpe.cpp: checks model.type and model.vocab; returns the largest vocabulary id.
-int32_t bpe_vocab_max_id(const nlohmann::json& model);
+int32_t bpe_vocab_max_id(const nlohmann::json& model, int64_t id_limit);
+
+// Ids are indexes into per-id tables allocated at load, so a file may only use ids its entries
+// justify: below twice the number of entries (vocab plus added tokens) plus 1024, and never at or
+// above kMaxTokenId (real vocabularies have at most a few hundred thousand tokens).
+inline constexpr int64_t kMaxTokenId = int64_t{1} << 24;
+inline int64_t token_id_limit(size_t entries) {
+  return std::min<int64_t>(kMaxTokenId, 2 * static_cast<int64_t>(std::min<size_t>(entries, kMaxTokenId)) + 1024);
+}
+// "id N is out of range [0, limit)" with why.
+std::string token_id_range_error(int64_t id, int64_t id_limit);
 // Fills the model fields of t (id_to_token is already sized); `added_count` more tokens follow.
 void parse_bpe_model(Tokenizer::Impl& t, const nlohmann::json& model, size_t added_count);
 
