@@ -40,29 +40,25 @@ extern "C" int HFSTATIC_FUZZ_ENTRY(const uint8_t* data, size_t size) {
       Args args(argv, value_tables[k], switch_tables[k]);
       std::vector<std::string> flags;
       for (const auto& table : {value_tables[k], switch_tables[k]})
-        for (const auto& spec : table) flags.push_back(spec.substr(spec.rfind('|') == std::string::npos ? 0 : spec.rfind('|') + 1));
+        for (const auto& spec : table)
+          flags.push_back(spec.substr(spec.rfind('|') == std::string::npos ? 0 : spec.rfind('|') + 1));
       for (const auto& f : flags) {
         (void)args.has(f);
         (void)args.get_or(f, "");
         try {
           (void)args.get_int(f, 0, INT64_MIN, INT64_MAX);
-        } catch (const UsageError&) {
-        }
+        } catch (const UsageError&) {}
         try {
           (void)args.get_int(f, 1, 1, int64_t(1) << 24);
-        } catch (const UsageError&) {
-        }
+        } catch (const UsageError&) {}
         try {
           (void)args.get_double(f, 0.5, 0.0, 2.0);
-        } catch (const UsageError&) {
-        }
+        } catch (const UsageError&) {}
       }
       try {
         args.expect_positional(1, "FILE");
-      } catch (const UsageError&) {
-      }
-    } catch (const UsageError&) {
-    }
+      } catch (const UsageError&) {}
+    } catch (const UsageError&) {}
   }
   return 0;
 }

@@ -24,7 +24,8 @@ namespace {
 
 const std::string& folder() {
   static const std::string dir = [] {
-    std::string d = std::filesystem::temp_directory_path().string() + "/hfstatic-fuzz-checkpoint." + std::to_string(::getpid());
+    std::string d =
+        std::filesystem::temp_directory_path().string() + "/hfstatic-fuzz-checkpoint." + std::to_string(::getpid());
     std::filesystem::create_directories(d);
     return d;
   }();
@@ -60,18 +61,17 @@ extern "C" int HFSTATIC_FUZZ_ENTRY(const uint8_t* data, size_t size) {
       options.max_context = 8;
       options.prefill_len = 4;
       (void)build_program(config, options);
-    } catch (const Error&) {
-    }
+    } catch (const Error&) {}
   }
 
   for (bool aligned : {false, true}) {
     try {
       SafetensorsOptions options;
       options.require_alignment = aligned;
-      auto view = SafetensorsView::parse(reinterpret_cast<const uint8_t*>(shard.data()), shard.size(), "shard", options);
+      auto view =
+          SafetensorsView::parse(reinterpret_cast<const uint8_t*>(shard.data()), shard.size(), "shard", options);
       for (const auto& t : view.tensors()) (void)view.find(t.name);
-    } catch (const Error&) {
-    }
+    } catch (const Error&) {}
   }
 
   if (!config_ok) return 0;
@@ -94,7 +94,6 @@ extern "C" int HFSTATIC_FUZZ_ENTRY(const uint8_t* data, size_t size) {
       std::vector<float> out(t.size / dtype_size(t.dtype) + 1);
       c.read(name, DType::F32, out.data());
     }
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   return 0;
 }

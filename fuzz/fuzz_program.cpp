@@ -68,7 +68,6 @@ extern "C" int HFSTATIC_FUZZ_ENTRY(const uint8_t* data, size_t size) {
       for (float f : logits) sink = sink + f;
       (void)sink;
     }
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   return 0;
 }

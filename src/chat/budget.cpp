@@ -16,18 +16,17 @@ std::string mib(size_t bytes) { return cat(bytes >> 20, " MiB"); }
 
 }  // namespace
 
-RenderBudget::RenderBudget(const Source& src)
-    : src_(src), previous_(active_budget) {
-  active_budget = this;
-}
+RenderBudget::RenderBudget(const Source& src) : src_(src), previous_(active_budget) { active_budget = this; }
 
 RenderBudget::~RenderBudget() {
   active_budget = previous_;
   // Nothing of a render outlives it (its output is a string), so emptying every container it
   // changed in place frees whatever cycles they are part of.
   for (auto& [ptr, container] : mutated_) {
-    if (container.is_array()) Array().swap(container.arr());
-    else if (container.is_object()) Object().swap(container.obj());
+    if (container.is_array())
+      Array().swap(container.arr());
+    else if (container.is_object())
+      Object().swap(container.obj());
   }
 }
 
@@ -40,8 +39,8 @@ void RenderBudget::build_string(size_t size) {
 }
 
 void RenderBudget::mutated(const Value& container) {
-  const void* key = container.is_array() ? static_cast<const void*>(&container.arr())
-                                         : static_cast<const void*>(&container.obj());
+  const void* key =
+      container.is_array() ? static_cast<const void*>(&container.arr()) : static_cast<const void*>(&container.obj());
   mutated_.try_emplace(key, container);
 }
 
@@ -54,8 +53,10 @@ void charge_steps(int64_t n) {
 }
 
 void charge_string(size_t size) {
-  if (active_budget) active_budget->build_string(size);
-  else if (size > kMaxStringBytes) string_too_long(size);
+  if (active_budget)
+    active_budget->build_string(size);
+  else if (size > kMaxStringBytes)
+    string_too_long(size);
 }
 
 void record_mutation(const Value& container) {

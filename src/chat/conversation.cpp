@@ -4,7 +4,8 @@
 
 namespace hfstatic {
 
-Conversation::Conversation(const Tokenizer& tokenizer, const std::optional<std::string>& system) : tokenizer_(&tokenizer) {
+Conversation::Conversation(const Tokenizer& tokenizer, const std::optional<std::string>& system)
+    : tokenizer_(&tokenizer) {
   if (system) messages_.push_back({"system", *system});
 }
 

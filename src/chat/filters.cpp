@@ -21,15 +21,19 @@ std::string strip_chars(const std::string& s, const Value& chars, bool left, boo
     return std::isspace(static_cast<unsigned char>(c)) != 0;
   };
   size_t b = 0, e = s.size();
-  if (left) while (b < e && in_set(s[b])) ++b;
-  if (right) while (e > b && in_set(s[e - 1])) --e;
+  if (left)
+    while (b < e && in_set(s[b])) ++b;
+  if (right)
+    while (e > b && in_set(s[e - 1])) --e;
   return s.substr(b, e - b);
 }
 
 std::string change_case(const std::string& s, const std::string& how) {
   std::string r = s;
   if (how == "upper" || how == "lower") {
-    for (auto& c : r) c = static_cast<char>(how == "upper" ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
+    for (auto& c : r)
+      c = static_cast<char>(how == "upper" ? std::toupper(static_cast<unsigned char>(c))
+                                           : std::tolower(static_cast<unsigned char>(c)));
     return r;
   }
   bool start = true;
@@ -126,8 +130,10 @@ Value list(const Value& v, const Call&) {
   if (v.is_array()) return v;
   charge_steps(static_cast<int64_t>(v.is_string() ? v.str().size() : v.is_object() ? v.obj().size() : 0));
   Array a;
-  if (v.is_string()) for (char ch : v.str()) a.emplace_back(std::string(1, ch));
-  else if (v.is_object()) for (const auto& kv : v.obj()) a.emplace_back(kv.first);
+  if (v.is_string())
+    for (char ch : v.str()) a.emplace_back(std::string(1, ch));
+  else if (v.is_object())
+    for (const auto& kv : v.obj()) a.emplace_back(kv.first);
   return Value::array(std::move(a));
 }
 
@@ -270,14 +276,14 @@ using Filter = Value (*)(const Value& v, const Call& c);
 
 const std::unordered_map<std::string_view, Filter>& filters() {
   static const std::unordered_map<std::string_view, Filter> table = {
-      {"trim", trim},         {"length", length},       {"count", length},        {"tojson", tojson},
-      {"string", string},     {"safe", identity},       {"e", identity},          {"escape", identity},
-      {"upper", letter_case}, {"lower", letter_case},   {"title", letter_case},   {"capitalize", letter_case},
-      {"int", to_int},        {"float", to_float},      {"abs", absolute},        {"default", default_value},
-      {"d", default_value},   {"list", list},           {"first", first_or_last}, {"last", first_or_last},
-      {"reverse", reverse},   {"join", join},           {"replace", replace},     {"items", items},
-      {"select", select},     {"reject", select},       {"selectattr", select},   {"rejectattr", select},
-      {"map", map},           {"unique", unique},       {"indent", indent},
+      {"trim", trim},         {"length", length},     {"count", length},        {"tojson", tojson},
+      {"string", string},     {"safe", identity},     {"e", identity},          {"escape", identity},
+      {"upper", letter_case}, {"lower", letter_case}, {"title", letter_case},   {"capitalize", letter_case},
+      {"int", to_int},        {"float", to_float},    {"abs", absolute},        {"default", default_value},
+      {"d", default_value},   {"list", list},         {"first", first_or_last}, {"last", first_or_last},
+      {"reverse", reverse},   {"join", join},         {"replace", replace},     {"items", items},
+      {"select", select},     {"reject", select},     {"selectattr", select},   {"rejectattr", select},
+      {"map", map},           {"unique", unique},     {"indent", indent},
   };
   return table;
 }

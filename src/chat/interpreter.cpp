@@ -124,10 +124,15 @@ class Interpreter {
     const size_t len = items.size();
     for (size_t i = 0; i < len; ++i) {
       bind(items[i]);
-      Object loop = {{"index", Value(i + 1)}, {"index0", Value(i)}, {"first", Value(i == 0)},
-                     {"last", Value(i + 1 == len)}, {"length", Value(len)}, {"revindex", Value(len - i)},
+      Object loop = {{"index", Value(i + 1)},
+                     {"index0", Value(i)},
+                     {"first", Value(i == 0)},
+                     {"last", Value(i + 1 == len)},
+                     {"length", Value(len)},
+                     {"revindex", Value(len - i)},
                      {"revindex0", Value(len - i - 1)},
-                     {"previtem", i > 0 ? items[i - 1] : Value()}, {"nextitem", i + 1 < len ? items[i + 1] : Value()}};
+                     {"previtem", i > 0 ? items[i - 1] : Value()},
+                     {"nextitem", i + 1 < len ? items[i + 1] : Value()}};
       assign("loop", Value::object(std::move(loop)));
       try {
         run(n.body, out);
@@ -357,7 +362,10 @@ class Interpreter {
         overflow = __builtin_sub_overflow(int64_t{0}, a, &result);
       } else {
         int64_t q = a / b, m = a % b;
-        if (m != 0 && ((m < 0) != (b < 0))) { --q; m += b; }
+        if (m != 0 && ((m < 0) != (b < 0))) {
+          --q;
+          m += b;
+        }
         result = op == "//" ? q : m;
       }
     } else if (op == "**") {  // b >= 0
@@ -420,12 +428,13 @@ class Interpreter {
     const __int128 step = st > 0 ? __int128{st} : -__int128{st};
     const __int128 count = span <= 0 ? 0 : (span + step - 1) / step;
     if (count > kMaxRenderSteps)
-      error(e.pos,
-            cat("range() of ", static_cast<int64_t>(count), " numbers exceeds the limit of ", kMaxRenderSteps, " steps"));
+      error(e.pos, cat("range() of ", static_cast<int64_t>(count), " numbers exceeds the limit of ", kMaxRenderSteps,
+                       " steps"));
     budget_.step(static_cast<int64_t>(count));
     Array a;
     a.reserve(static_cast<size_t>(count));
-    for (int64_t k = 0; k < static_cast<int64_t>(count); ++k) a.emplace_back(static_cast<int64_t>(b + __int128{k} * st));
+    for (int64_t k = 0; k < static_cast<int64_t>(count); ++k)
+      a.emplace_back(static_cast<int64_t>(b + __int128{k} * st));
     return Value::array(std::move(a));
   }
 

@@ -9,7 +9,12 @@ namespace hfstatic::chat {
 std::string Source::where(size_t pos) const {
   size_t line = 1, col = 1;
   for (size_t i = 0; i < pos && i < text.size(); ++i) {
-    if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
   }
   return cat("chat template line ", line, " col ", col);
 }
@@ -24,7 +29,8 @@ bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0;
 // The next "{{", "{%" or "{#" at or after `from`, or npos.
 size_t find_tag_opener(const std::string& s, size_t from) {
   size_t open = s.find('{', from);
-  while (open != std::string::npos && open + 1 < s.size() && s[open + 1] != '{' && s[open + 1] != '%' && s[open + 1] != '#')
+  while (open != std::string::npos && open + 1 < s.size() && s[open + 1] != '{' && s[open + 1] != '%' &&
+         s[open + 1] != '#')
     open = s.find('{', open + 1);
   if (open != std::string::npos && open + 1 >= s.size()) open = std::string::npos;
   return open;
@@ -48,7 +54,10 @@ size_t lex_string(const Source& src, size_t p, std::vector<Token>& out) {
         case '\\': val += '\\'; break;
         case '\'': val += '\''; break;
         case '"': val += '"'; break;
-        default: val += '\\'; val += n; break;
+        default:
+          val += '\\';
+          val += n;
+          break;
       }
       ++e;
     } else {
@@ -83,8 +92,8 @@ size_t lex_expression_token(const Source& src, size_t p, std::vector<Token>& out
     return e;
   }
   if (c == '\'' || c == '"') return lex_string(src, p, out);
-  static const char* kOps[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "<", ">",
-                               "(", ")", "[", "]", "{", "}", ",", ".", ":", "|", "="};
+  static const char* kOps[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "<",
+                               ">",  "(",  ")",  "[",  "]",  "{",  "}", ",", ".", ":", "|", "="};
   for (const char* op : kOps) {
     const size_t n = std::char_traits<char>::length(op);
     if (s.compare(p, n, op) == 0) {
@@ -96,8 +105,8 @@ size_t lex_expression_token(const Source& src, size_t p, std::vector<Token>& out
 }
 
 struct TagEnd {
-  size_t pos;         // after the closer
-  bool strip_next;    // the closer had a '-'
+  size_t pos;       // after the closer
+  bool strip_next;  // the closer had a '-'
 };
 
 // The tokens of a {{ ... }} or {% ... %} tag (opened at `open`) from p up to and including its closer.

@@ -36,7 +36,8 @@ Value split(const Value& self, const Call& c) {
     if (sep.empty()) c.error("split() separator is empty");
     int64_t maxsplit = c.arg(1).is_int() ? c.arg(1).integer() : -1;
     size_t pos = 0;
-    for (size_t hit; maxsplit != 0 && (hit = s.find(sep, pos)) != std::string::npos; pos = hit + sep.size(), --maxsplit) {
+    for (size_t hit; maxsplit != 0 && (hit = s.find(sep, pos)) != std::string::npos;
+         pos = hit + sep.size(), --maxsplit) {
       charge_steps(1);
       parts.emplace_back(s.substr(pos, hit - pos));
     }
@@ -71,10 +72,18 @@ Value find(const Value& self, const Call& c) {
 
 const MethodTable& string_methods() {
   static const MethodTable table = {
-      {"strip", strip},         {"lstrip", strip},      {"rstrip", strip},
-      {"upper", letter_case},   {"lower", letter_case}, {"title", letter_case},
-      {"capitalize", letter_case}, {"startswith", starts_or_ends_with}, {"endswith", starts_or_ends_with},
-      {"split", split},         {"replace", replace},   {"find", find},
+      {"strip", strip},
+      {"lstrip", strip},
+      {"rstrip", strip},
+      {"upper", letter_case},
+      {"lower", letter_case},
+      {"title", letter_case},
+      {"capitalize", letter_case},
+      {"startswith", starts_or_ends_with},
+      {"endswith", starts_or_ends_with},
+      {"split", split},
+      {"replace", replace},
+      {"find", find},
   };
   return table;
 }
@@ -99,7 +108,8 @@ Value get(const Value& self, const Call& c) {
 }
 
 const MethodTable& mapping_methods() {
-  static const MethodTable table = {{"items", items}, {"keys", keys_or_values}, {"values", keys_or_values}, {"get", get}};
+  static const MethodTable table = {
+      {"items", items}, {"keys", keys_or_values}, {"values", keys_or_values}, {"get", get}};
   return table;
 }
 

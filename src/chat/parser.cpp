@@ -447,9 +447,12 @@ class Parser {
       }
       case Tok::kName: {
         auto e = make(ExprKind::kLiteral, tk.pos);
-        if (tk.text == "true" || tk.text == "True") e->literal = Value(true);
-        else if (tk.text == "false" || tk.text == "False") e->literal = Value(false);
-        else if (tk.text == "none" || tk.text == "None") e->literal = Value(None{});
+        if (tk.text == "true" || tk.text == "True")
+          e->literal = Value(true);
+        else if (tk.text == "false" || tk.text == "False")
+          e->literal = Value(false);
+        else if (tk.text == "none" || tk.text == "None")
+          e->literal = Value(None{});
         else {
           e->kind = ExprKind::kName;
           e->name = tk.text;
@@ -495,8 +498,7 @@ class Parser {
           return d;
         }
         break;
-      default:
-        break;
+      default: break;
     }
     if (tk.type == Tok::kEnd) src_.error(tk.pos, "unexpected end of template in an expression");
     src_.error(tk.pos, cat("unexpected '", tk.text, "' in an expression"));

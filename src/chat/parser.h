@@ -14,18 +14,32 @@ namespace hfstatic::chat {
 
 struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
-enum class ExprKind { kLiteral, kName, kList, kDict, kAttr, kIndex, kSlice, kCall, kFilter, kTest, kUnary, kBinary, kCond };
+enum class ExprKind {
+  kLiteral,
+  kName,
+  kList,
+  kDict,
+  kAttr,
+  kIndex,
+  kSlice,
+  kCall,
+  kFilter,
+  kTest,
+  kUnary,
+  kBinary,
+  kCond
+};
 
 struct Expr {
   ExprKind kind;
   size_t pos = 0;
   Value literal;
-  std::string name;        // Name, Attr, Filter, Test, op
-  ExprPtr a, b, c;         // operands (object, index, slice parts, condition...)
+  std::string name;  // Name, Attr, Filter, Test, op
+  ExprPtr a, b, c;   // operands (object, index, slice parts, condition...)
   std::vector<ExprPtr> args;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
   std::vector<std::pair<ExprPtr, ExprPtr>> items;  // dict literal
-  bool negate = false;     // "is not"
+  bool negate = false;                             // "is not"
 };
 
 struct Node;
@@ -37,11 +51,11 @@ struct Node {
   NodeKind kind;
   size_t pos = 0;
   std::string text;
-  ExprPtr expr;                                  // Output value, Set value, For iterable
+  ExprPtr expr;                                    // Output value, Set value, For iterable
   std::vector<std::pair<ExprPtr, Body>> branches;  // If: (cond or null for else, body)
-  std::vector<std::string> targets;              // For loop vars / Set target
-  std::string attr;                              // Set ns.attr
-  ExprPtr filter;                                // For ... if filter
+  std::vector<std::string> targets;                // For loop vars / Set target
+  std::string attr;                                // Set ns.attr
+  ExprPtr filter;                                  // For ... if filter
   Body body, else_body;
 };
 

@@ -200,10 +200,14 @@ std::string repr(const Value& v, int depth) {
     out.reserve(size);
     out += '\'';
     for (char c : v.str()) {
-      if (c == '\'') out += "\\'";
-      else if (c == '\\') out += "\\\\";
-      else if (c == '\n') out += "\\n";
-      else out += c;
+      if (c == '\'')
+        out += "\\'";
+      else if (c == '\\')
+        out += "\\\\";
+      else if (c == '\n')
+        out += "\\n";
+      else
+        out += c;
     }
     return out + "'";
   }

@@ -44,8 +44,16 @@ struct Value {
   Value(double d) : v(d) {}
   Value(std::string s) : v(std::make_shared<const std::string>(std::move(s))) {}
   Value(const char* s) : v(std::make_shared<const std::string>(s)) {}
-  static Value array(Array a = {}) { Value r; r.v = std::shared_ptr<Array>(new Array(std::move(a)), DeferredDelete{}); return r; }
-  static Value object(Object o = {}) { Value r; r.v = std::shared_ptr<Object>(new Object(std::move(o)), DeferredDelete{}); return r; }
+  static Value array(Array a = {}) {
+    Value r;
+    r.v = std::shared_ptr<Array>(new Array(std::move(a)), DeferredDelete{});
+    return r;
+  }
+  static Value object(Object o = {}) {
+    Value r;
+    r.v = std::shared_ptr<Object>(new Object(std::move(o)), DeferredDelete{});
+    return r;
+  }
 
   bool undefined() const { return std::holds_alternative<Undefined>(v); }
   bool none() const { return std::holds_alternative<None>(v); }
@@ -59,7 +67,11 @@ struct Value {
   const std::string& str() const { return *std::get<std::shared_ptr<const std::string>>(v); }
   Array& arr() const { return *std::get<std::shared_ptr<Array>>(v); }
   Object& obj() const { return *std::get<std::shared_ptr<Object>>(v); }
-  double num() const { return is_int() ? static_cast<double>(std::get<int64_t>(v)) : is_bool() ? (std::get<bool>(v) ? 1.0 : 0.0) : std::get<double>(v); }
+  double num() const {
+    return is_int()    ? static_cast<double>(std::get<int64_t>(v))
+           : is_bool() ? (std::get<bool>(v) ? 1.0 : 0.0)
+                       : std::get<double>(v);
+  }
   // Error naming `operation` for a value that is not a number or does not fit 64 bits.
   int64_t integer(const char* operation = "integer conversion") const {
     if (is_int()) return std::get<int64_t>(v);
@@ -76,7 +88,10 @@ struct Value {
   }
   void set(const std::string& key, Value val) const {
     for (auto& kv : obj())
-      if (kv.first == key) { kv.second = std::move(val); return; }
+      if (kv.first == key) {
+        kv.second = std::move(val);
+        return;
+      }
     obj().emplace_back(key, std::move(val));
   }
 };

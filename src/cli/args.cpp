@@ -32,7 +32,7 @@ Args::Args(const std::vector<std::string>& argv, const std::vector<std::string>&
   bool only_positional = false;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
-    if (only_positional || a.size() < 2 || a[0] != '-' ) {
+    if (only_positional || a.size() < 2 || a[0] != '-') {
       positional_.push_back(a);
       continue;
     }
@@ -84,8 +84,8 @@ int64_t Args::get_int(const std::string& flag, int64_t fallback, int64_t min, in
   if (v->empty() || *end != '\0' || errno == ERANGE)
     throw UsageError{"flag " + flag + ": '" + *v + "' is not an integer"};
   if (parsed < min || parsed > max)
-    throw UsageError{"flag " + flag + ": " + *v + " is outside [" + std::to_string(min) + ", " +
-                     std::to_string(max) + "]"};
+    throw UsageError{"flag " + flag + ": " + *v + " is outside [" + std::to_string(min) + ", " + std::to_string(max) +
+                     "]"};
   return parsed;
 }
 
@@ -97,8 +97,8 @@ double Args::get_double(const std::string& flag, double fallback, double min, do
   if (v->empty() || *end != '\0' || !std::isfinite(parsed))
     throw UsageError{"flag " + flag + ": '" + *v + "' is not a number"};
   if (parsed < min || parsed > max)
-    throw UsageError{"flag " + flag + ": " + *v + " is outside [" + std::to_string(min) + ", " +
-                     std::to_string(max) + "]"};
+    throw UsageError{"flag " + flag + ": " + *v + " is outside [" + std::to_string(min) + ", " + std::to_string(max) +
+                     "]"};
   return parsed;
 }
 

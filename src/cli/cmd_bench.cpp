@@ -13,7 +13,8 @@ namespace {
 
 std::string stats_str(const nlohmann::json& s) {
   char buf[96];
-  std::snprintf(buf, sizeof buf, "%9.2f (%.2f .. %.2f)", s["median"].get<double>(), s["min"].get<double>(), s["max"].get<double>());
+  std::snprintf(buf, sizeof buf, "%9.2f (%.2f .. %.2f)", s["median"].get<double>(), s["min"].get<double>(),
+                s["max"].get<double>());
   return buf;
 }
 
@@ -25,7 +26,8 @@ std::string percent_or_unknown(const nlohmann::json& fraction) {
 }
 
 int run_bench_command(const std::vector<std::string>& argv) {
-  Args args(argv, {"-m|--model", "-p|--prompt", "-n|--gen", "-r|--reps", "-t|--threads", "--bandwidth-mib", kMaxBufferFlag},
+  Args args(argv,
+            {"-m|--model", "-p|--prompt", "-n|--gen", "-r|--reps", "-t|--threads", "--bandwidth-mib", kMaxBufferFlag},
             {"--json", "--no-ceilings"});
   args.expect_positional(0, "");
   auto model = args.get("--model");
@@ -56,8 +58,8 @@ int run_bench_command(const std::vector<std::string>& argv) {
   const bool ceil = j.contains("machine");
   if (j.contains("pp")) {
     const auto& pp = j["pp"];
-    std::printf("pp%-5lld  %s tokens/s  %7.1f GFLOP/s", (long long)pp["tokens"].get<int64_t>(), stats_str(pp["tokens_per_s"]).c_str(),
-                pp["gflops"].get<double>());
+    std::printf("pp%-5lld  %s tokens/s  %7.1f GFLOP/s", (long long)pp["tokens"].get<int64_t>(),
+                stats_str(pp["tokens_per_s"]).c_str(), pp["gflops"].get<double>());
     if (ceil) std::printf("  %5.1f%% of FMA peak", 100 * pp["fraction_of_peak"].get<double>());
     std::printf("  cpu %.0f%%\n", 100 * pp["cpu_share"].get<double>());
     if (pp.contains("fraction_of_peak_paired")) {
@@ -69,7 +71,8 @@ int run_bench_command(const std::vector<std::string>& argv) {
   if (j.contains("tg")) {
     const auto& tg = j["tg"];
     std::printf("tg%-5lld  %s tokens/s  %7.2f GB/s (%.1f MiB/token)", (long long)tg["tokens"].get<int64_t>(),
-                stats_str(tg["tokens_per_s"]).c_str(), tg["gbps"].get<double>(), tg["bytes_per_token"].get<double>() / (1 << 20));
+                stats_str(tg["tokens_per_s"]).c_str(), tg["gbps"].get<double>(),
+                tg["bytes_per_token"].get<double>() / (1 << 20));
     if (ceil) std::printf("  %5.1f%% of read bandwidth", 100 * tg["fraction_of_bandwidth"].get<double>());
     std::printf("  cpu %.0f%%\n", 100 * tg["cpu_share"].get<double>());
     if (tg.contains("fraction_of_bandwidth_paired")) {
@@ -80,15 +83,17 @@ int run_bench_command(const std::vector<std::string>& argv) {
   }
   const auto& mem = j["memory"];
   std::printf("memory   peak RSS %.1f MiB; weights + caches %.1f MiB (+64 MiB budget: %s)\n",
-              mem["peak_rss_bytes"].get<double>() / (1 << 20), mem["weights_plus_caches_bytes"].get<double>() / (1 << 20),
+              mem["peak_rss_bytes"].get<double>() / (1 << 20),
+              mem["weights_plus_caches_bytes"].get<double>() / (1 << 20),
               mem["within_budget"].get<bool>() ? "within" : "over");
   if (ceil) {
     const auto& mc = j["machine"];
-    std::printf("machine  read %.2f GB/s, triad %.2f GB/s (%.0f MiB buffer, %s in 2 MiB pages); "
-                "FMA peak %.1f GFLOP/s (%s), in-cache matmul %.1f GFLOP/s\n",
-                mc["read_gbps"].get<double>(), mc["triad_gbps"].get<double>(), mc["bandwidth_bytes"].get<double>() / (1 << 20),
-                percent_or_unknown(mc["bandwidth_huge_page_fraction"]).c_str(), mc["fma_gflops"].get<double>(),
-                mc["isa"].get<std::string>().c_str(), mc["gemm_in_cache_gflops"].get<double>());
+    std::printf(
+        "machine  read %.2f GB/s, triad %.2f GB/s (%.0f MiB buffer, %s in 2 MiB pages); "
+        "FMA peak %.1f GFLOP/s (%s), in-cache matmul %.1f GFLOP/s\n",
+        mc["read_gbps"].get<double>(), mc["triad_gbps"].get<double>(), mc["bandwidth_bytes"].get<double>() / (1 << 20),
+        percent_or_unknown(mc["bandwidth_huge_page_fraction"]).c_str(), mc["fma_gflops"].get<double>(),
+        mc["isa"].get<std::string>().c_str(), mc["gemm_in_cache_gflops"].get<double>());
   }
   return kExitOk;
 }

@@ -11,7 +11,8 @@
 namespace hfstatic::cli {
 namespace {
 
-DType parse_dtype_flag(const Args& args, const std::string& flag, std::initializer_list<DType> allowed, DType fallback) {
+DType parse_dtype_flag(const Args& args, const std::string& flag, std::initializer_list<DType> allowed,
+                       DType fallback) {
   auto v = args.get(flag);
   if (!v) return fallback;
   auto t = dtype_from_name(*v);
@@ -24,19 +25,22 @@ DType parse_dtype_flag(const Args& args, const std::string& flag, std::initializ
 }
 
 int run_export(const std::vector<std::string>& argv) {
-  Args args(argv, {"-o|--out", "--prefill-len", "--max-context", "--cache-dtype", "--weights-dtype", "--mutation-order"},
+  Args args(argv,
+            {"-o|--out", "--prefill-len", "--max-context", "--cache-dtype", "--weights-dtype", "--mutation-order"},
             {"--repeat-state", "-q|--quiet"});
   args.expect_positional(1, "HF_DIR (a Hugging Face checkpoint folder)");
   auto out = args.get("--out");
   if (!out) throw UsageError{"missing -o FILE"};
   ExportOptions options;
   options.graph.max_context = args.get_int("--max-context", 512, 2, int64_t(1) << 24);
-  options.graph.prefill_len = args.get_int("--prefill-len", std::min<int64_t>(32, options.graph.max_context), 1, int64_t(1) << 24);
+  options.graph.prefill_len =
+      args.get_int("--prefill-len", std::min<int64_t>(32, options.graph.max_context), 1, int64_t(1) << 24);
   options.graph.cache_dtype = parse_dtype_flag(args, "--cache-dtype", {DType::F32, DType::F16}, DType::F32);
   options.graph.repeat_state = args.has("--repeat-state");
   options.graph.mutation_order = args.get_or("--mutation-order", "input");
   if (args.has("--weights-dtype"))
-    options.weights_dtype = parse_dtype_flag(args, "--weights-dtype", {DType::F32, DType::F16, DType::BF16}, DType::F32);
+    options.weights_dtype =
+        parse_dtype_flag(args, "--weights-dtype", {DType::F32, DType::F16, DType::BF16}, DType::F32);
   const bool show_progress = !args.has("--quiet") && ::isatty(STDERR_FILENO);
   if (show_progress) {
     options.progress = [](uint64_t done, uint64_t total) {
@@ -64,11 +68,13 @@ int run_make_checkpoint(const std::vector<std::string>& argv) {
   MakeCheckpointOptions options;
   options.preset = args.get_or("--preset", "tiny");
   options.seed = uint64_t(args.get_int("--seed", 0, 0, INT64_MAX));
-  if (args.has("--dtype")) options.dtype = parse_dtype_flag(args, "--dtype", {DType::F32, DType::F16, DType::BF16}, DType::F32);
+  if (args.has("--dtype"))
+    options.dtype = parse_dtype_flag(args, "--dtype", {DType::F32, DType::F16, DType::BF16}, DType::F32);
   options.shard_bytes = uint64_t(args.get_int("--shard-mib", 0, 0, 1 << 20)) << 20;
   find_checkpoint_preset(options.preset);  // unknown preset: error before touching the folder
   make_checkpoint(*out, options);
-  std::printf("wrote %s (preset %s, seed %llu)\n", out->c_str(), options.preset.c_str(), (unsigned long long)options.seed);
+  std::printf("wrote %s (preset %s, seed %llu)\n", out->c_str(), options.preset.c_str(),
+              (unsigned long long)options.seed);
   return kExitOk;
 }
 
@@ -76,7 +82,8 @@ int run_make_checkpoint(const std::vector<std::string>& argv) {
 
 HFSTATIC_COMMAND("export", "export a Hugging Face checkpoint folder to a program file",
                  "HF_DIR -o FILE [--prefill-len N] [--max-context N] [--cache-dtype float32|float16]\n"
-                 "       [--weights-dtype float32|float16|bfloat16] [--repeat-state] [--mutation-order input|reverse|by-kind|rotate] [-q]",
+                 "       [--weights-dtype float32|float16|bfloat16] [--repeat-state] [--mutation-order "
+                 "input|reverse|by-kind|rotate] [-q]",
                  run_export);
 HFSTATIC_COMMAND("make-checkpoint", "write a random-initialised Hugging Face checkpoint",
                  "[--preset NAME] [--seed N] -o HF_DIR [--dtype float32|float16|bfloat16] [--shard-mib N] | --list",

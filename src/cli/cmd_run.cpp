@@ -92,7 +92,8 @@ int run_run(const std::vector<std::string>& argv) {
   }
 
   // The default length fits any program; an explicit -n past the context is an error.
-  if (!args.has("--n-predict")) config.max_new_tokens = std::min<int64_t>(config.max_new_tokens, runner->model().max_context);
+  if (!args.has("--n-predict"))
+    config.max_new_tokens = std::min<int64_t>(config.max_new_tokens, runner->model().max_context);
 
   GenerationResult result;
   if (auto tokens = args.get("--tokens")) {
@@ -133,21 +134,25 @@ int run_run(const std::vector<std::string>& argv) {
   if (args.has("--stats")) {
     const GenerationStats& s = result.stats;
     std::fprintf(stderr,
-                 "stop: %s | load %.1f ms | ttft %.1f ms | prompt %lld tokens, %.1f tokens/s | generated %lld tokens, %.1f tokens/s | "
+                 "stop: %s | load %.1f ms | ttft %.1f ms | prompt %lld tokens, %.1f tokens/s | generated %lld tokens, "
+                 "%.1f tokens/s | "
                  "peak rss %.1f MiB\n",
-                 stop_reason_name(result.stop_reason), s.load_ms, s.ttft_ms, (long long)s.prompt_tokens, s.prefill_tokens_per_s(),
-                 (long long)s.generated_tokens, s.decode_tokens_per_s(), double(s.peak_rss_bytes) / (1 << 20));
+                 stop_reason_name(result.stop_reason), s.load_ms, s.ttft_ms, (long long)s.prompt_tokens,
+                 s.prefill_tokens_per_s(), (long long)s.generated_tokens, s.decode_tokens_per_s(),
+                 double(s.peak_rss_bytes) / (1 << 20));
   }
   return kExitOk;
 }
 
 }  // namespace
 
-HFSTATIC_COMMAND("run", "generate text from a program (the embedded default without -m)",
-                 "[-m FILE] [-p PROMPT | -f FILE | --tokens ID,ID,...] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
-                 "       [--repeat-penalty R] [--seed S] [--stop STRING] [--ignore-eos] [--chat [--system TEXT]] [-t THREADS] [--stats]\n"
-                 "       [--max-buffer-mib N (caches and buffers; default 4x the weights + 512)]\n"
-                 "       --chat without -p or -f reads one user message per line from standard input, keeping the conversation",
-                 run_run);
+HFSTATIC_COMMAND(
+    "run", "generate text from a program (the embedded default without -m)",
+    "[-m FILE] [-p PROMPT | -f FILE | --tokens ID,ID,...] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
+    "       [--repeat-penalty R] [--seed S] [--stop STRING] [--ignore-eos] [--chat [--system TEXT]] [-t THREADS] "
+    "[--stats]\n"
+    "       [--max-buffer-mib N (caches and buffers; default 4x the weights + 512)]\n"
+    "       --chat without -p or -f reads one user message per line from standard input, keeping the conversation",
+    run_run);
 
 }  // namespace hfstatic::cli

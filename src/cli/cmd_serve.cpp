@@ -16,7 +16,10 @@ namespace hfstatic::cli {
 namespace {
 
 int run_serve(const std::vector<std::string>& argv) {
-  Args args(argv, {"-m|--model", "--host", "--port", "--slots", "--queue", "--api-key", "-t|--threads", "--alias", "--max-body", kMaxBufferFlag}, {});
+  Args args(argv,
+            {"-m|--model", "--host", "--port", "--slots", "--queue", "--api-key", "-t|--threads", "--alias",
+             "--max-body", kMaxBufferFlag},
+            {});
   args.expect_positional(0, "");
   server::ServerOptions options;
   options.host = args.get_or("--host", "127.0.0.1");
@@ -51,9 +54,10 @@ int run_serve(const std::vector<std::string>& argv) {
 
   server::Server server(program, options);
   const int port = server.bind();
-  std::printf("hfstatic serve: %s on http://%s:%d (%d slot%s, queue %d, %d thread%s per slot)\n", options.model_name.c_str(),
-              options.host.c_str(), port, server.options().slots, server.options().slots == 1 ? "" : "s",
-              server.options().queue, server.options().threads, server.options().threads == 1 ? "" : "s");
+  std::printf("hfstatic serve: %s on http://%s:%d (%d slot%s, queue %d, %d thread%s per slot)\n",
+              options.model_name.c_str(), options.host.c_str(), port, server.options().slots,
+              server.options().slots == 1 ? "" : "s", server.options().queue, server.options().threads,
+              server.options().threads == 1 ? "" : "s");
   std::fflush(stdout);
 
   std::thread waiter([&] {
@@ -73,10 +77,11 @@ int run_serve(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-HFSTATIC_COMMAND("serve", "serve a program over an OpenAI-compatible HTTP API (the embedded default without -m)",
-                 "[-m FILE] [--host 127.0.0.1] [--port 8080] [--slots N] [--queue N (default 2*slots)] [--api-key KEY]\n"
-                 "       [-t THREADS (per slot)] [--alias NAME] [--max-body BYTES (default 1 MiB)]\n"
-                 "       [--max-buffer-mib N (caches and buffers per slot; default 4x the weights + 512)]",
-                 run_serve);
+HFSTATIC_COMMAND(
+    "serve", "serve a program over an OpenAI-compatible HTTP API (the embedded default without -m)",
+    "[-m FILE] [--host 127.0.0.1] [--port 8080] [--slots N] [--queue N (default 2*slots)] [--api-key KEY]\n"
+    "       [-t THREADS (per slot)] [--alias NAME] [--max-body BYTES (default 1 MiB)]\n"
+    "       [--max-buffer-mib N (caches and buffers per slot; default 4x the weights + 512)]",
+    run_serve);
 
 }  // namespace hfstatic::cli

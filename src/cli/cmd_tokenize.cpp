@@ -59,7 +59,8 @@ Tokenizer load_tokenizer(const std::string& path) {
 std::string require_tokenizer(const Args& args) {
   auto t = args.get("--tokenizer");
   if (!t) throw UsageError{"missing -t/--tokenizer TOKENIZER"};
-  if (!args.positional().empty()) throw UsageError{"unexpected argument '" + args.positional()[0] + "' (text is read from stdin)"};
+  if (!args.positional().empty())
+    throw UsageError{"unexpected argument '" + args.positional()[0] + "' (text is read from stdin)"};
   return *t;
 }
 

@@ -13,10 +13,14 @@ RuntimeOptions runtime_options_from_env() {
   RuntimeOptions options;
   if (const char* isa = std::getenv("HFSTATIC_ISA")) {
     const std::string v(isa);
-    if (v == "scalar") options.isa = kernels::Isa::Scalar;
-    else if (v == "avx2") options.isa = kernels::Isa::Avx2;
-    else if (v == "avx512") options.isa = kernels::Isa::Avx512;
-    else throw UsageError{"HFSTATIC_ISA='" + v + "': expected scalar, avx2 or avx512"};
+    if (v == "scalar")
+      options.isa = kernels::Isa::Scalar;
+    else if (v == "avx2")
+      options.isa = kernels::Isa::Avx2;
+    else if (v == "avx512")
+      options.isa = kernels::Isa::Avx512;
+    else
+      throw UsageError{"HFSTATIC_ISA='" + v + "': expected scalar, avx2 or avx512"};
   }
   options.fold_ops = env_switch_on("HFSTATIC_FOLD");
   options.idle_prefetch = env_switch_on("HFSTATIC_IDLE_PREFETCH");

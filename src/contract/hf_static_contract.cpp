@@ -26,7 +26,8 @@ struct MetadataReader {
     }
     int64_t v = it->get<int64_t>();
     if (v < min || v > max) {
-      violations.push_back(cat("metadata key '", key, "': ", v, " is outside ", range.empty() ? cat("[", min, ", ", max, "]") : range));
+      violations.push_back(
+          cat("metadata key '", key, "': ", v, " is outside ", range.empty() ? cat("[", min, ", ", max, "]") : range));
       return std::nullopt;
     }
     return v;
@@ -53,19 +54,24 @@ bool check_excluded_features(const json& m, std::vector<std::string>& violations
   bool quantized_cache = false;
   if (auto it = m.find(keys::cache_dtype); it != m.end() && it->is_string()) {
     std::string t = it->get<std::string>();
-    quantized_cache = t.rfind("int", 0) == 0 || t.rfind("uint", 0) == 0 || t.rfind("q", 0) == 0 || t.rfind("fp8", 0) == 0;
+    quantized_cache =
+        t.rfind("int", 0) == 0 || t.rfind("uint", 0) == 0 || t.rfind("q", 0) == 0 || t.rfind("fp8", 0) == 0;
     if (quantized_cache)
       violations.push_back(cat("metadata key '", keys::cache_dtype, "': '", t,
                                "' is a quantized cache; quantized caches are excluded by hf_static v1"));
   }
-  if (auto it = m.find(keys::attention_layout); it != m.end() && !(it->is_string() && it->get<std::string>() == "grouped"))
-    violations.push_back(cat("metadata key '", keys::attention_layout, "': ", it->dump(),
-                             " is excluded by hf_static v1 (split single-head layouts are not supported; only \"grouped\")"));
+  if (auto it = m.find(keys::attention_layout);
+      it != m.end() && !(it->is_string() && it->get<std::string>() == "grouped"))
+    violations.push_back(
+        cat("metadata key '", keys::attention_layout, "': ", it->dump(),
+            " is excluded by hf_static v1 (split single-head layouts are not supported; only \"grouped\")"));
   if (auto it = m.find(keys::cache_mode); it != m.end() && !(it->is_string() && it->get<std::string>() == "full"))
-    violations.push_back(cat("metadata key '", keys::cache_mode, "': ", it->dump(),
-                             " is excluded by hf_static v1 (full-length sliding-window caches are not supported; only \"full\")"));
+    violations.push_back(
+        cat("metadata key '", keys::cache_mode, "': ", it->dump(),
+            " is excluded by hf_static v1 (full-length sliding-window caches are not supported; only \"full\")"));
   if (auto it = m.find(keys::batch_size); it != m.end() && !(it->is_number_integer() && it->get<int64_t>() == 1))
-    violations.push_back(cat("metadata key '", keys::batch_size, "': ", it->dump(), " is excluded by hf_static v1 (batch size must be 1)"));
+    violations.push_back(cat("metadata key '", keys::batch_size, "': ", it->dump(),
+                             " is excluded by hf_static v1 (batch size must be 1)"));
   return quantized_cache;
 }
 
@@ -79,7 +85,8 @@ std::vector<int64_t> read_eos_ids(const json& m, std::optional<int64_t> vocab, s
   } else {
     for (const auto& e : *it) {
       if (!e.is_number_integer() || e.get<int64_t>() < 0 || (vocab && e.get<int64_t>() >= *vocab))
-        violations.push_back(cat("metadata key '", keys::eos_ids, "': ", e.dump(), " is not a token id in [0, vocab_size)"));
+        violations.push_back(
+            cat("metadata key '", keys::eos_ids, "': ", e.dump(), " is not a token id in [0, vocab_size)"));
       else
         ids.push_back(e.get<int64_t>());
     }
@@ -95,11 +102,13 @@ std::string repeated_source(const MethodSpec& m, const std::string& value) {
   return {};
 }
 
-void check_inputs(const MethodSpec& m, const std::vector<ValueLayout>& inputs, int64_t n_layers, std::vector<std::string>& out) {
+void check_inputs(const MethodSpec& m, const std::vector<ValueLayout>& inputs, int64_t n_layers,
+                  std::vector<std::string>& out) {
   const std::string where = cat("method '", m.name, "'");
   if (m.inputs.size() != inputs.size()) {
-    out.push_back(cat(where, ": expected ", inputs.size(), " inputs (tokens, positions, mask, then k_cache, v_cache, counter for ",
-                      n_layers, " layers), got ", m.inputs.size()));
+    out.push_back(cat(where, ": expected ", inputs.size(),
+                      " inputs (tokens, positions, mask, then k_cache, v_cache, counter for ", n_layers,
+                      " layers), got ", m.inputs.size()));
   }
   for (size_t i = 0; i < std::min(inputs.size(), m.inputs.size()); ++i) {
     const ValueLayout& e = inputs[i];
@@ -123,28 +132,32 @@ void check_mutation_prefix(const MethodSpec& m, size_t n_state, std::vector<std:
       out.push_back(cat(where, " output ", i, " (state update): must report a state input in place (alias), got ",
                         output_memory_name(o.memory), " value '", o.value, "'"));
     } else if (!reported.insert(input).second) {
-      out.push_back(cat(where, " output ", i, " (state update): reports input ", input, " '", o.value, "' a second time"));
+      out.push_back(
+          cat(where, " output ", i, " (state update): reports input ", input, " '", o.value, "' a second time"));
     }
   }
 }
 
-void check_repeated_state(const MethodSpec& m, const std::vector<ValueLayout>& inputs, int64_t n_layers, std::vector<std::string>& out) {
+void check_repeated_state(const MethodSpec& m, const std::vector<ValueLayout>& inputs, int64_t n_layers,
+                          std::vector<std::string>& out) {
   const std::string where = cat("method '", m.name, "'");
   for (size_t slot = 0; slot < state_count(n_layers); ++slot) {
     const size_t idx = repeated_state_output(n_layers, slot), input = state_input(slot);
     const ValueLayout& e = inputs[input];
     const ValueSpec* v = m.output_value(idx);
     if (!v || v->dtype != e.dtype || v->shape != e.shape)
-      out.push_back(cat(where, " output ", idx, " (repeated ", e.role, "): expected ", describe(e.dtype, e.shape), ", got ",
-                        v ? describe(v->dtype, v->shape) : "an unresolved value"));
+      out.push_back(cat(where, " output ", idx, " (repeated ", e.role, "): expected ", describe(e.dtype, e.shape),
+                        ", got ", v ? describe(v->dtype, v->shape) : "an unresolved value"));
     else if (m.outputs[idx].memory != OutputMemory::Unplanned)
-      out.push_back(cat(where, " output ", idx, " (repeated ", e.role, "): must be unplanned (bound to the state buffer), got ",
+      out.push_back(cat(where, " output ", idx, " (repeated ", e.role,
+                        "): must be unplanned (bound to the state buffer), got ",
                         output_memory_name(m.outputs[idx].memory)));
     else if (input >= m.inputs.size())
       continue;  // the input count is already reported
     else if (std::string source = repeated_source(m, m.outputs[idx].value); source != m.inputs[input].name)
-      out.push_back(cat(where, " output ", idx, " (repeated ", e.role, "): must repeat input ", input, " '", m.inputs[input].name,
-                        "', but it repeats ", source.empty() ? "no state input" : "'" + source + "'"));
+      out.push_back(cat(where, " output ", idx, " (repeated ", e.role, "): must repeat input ", input, " '",
+                        m.inputs[input].name, "', but it repeats ",
+                        source.empty() ? "no state input" : "'" + source + "'"));
   }
 }
 
@@ -167,7 +180,8 @@ void check_method(const MethodSpec& m, const Metadata& info, int64_t rows, std::
     out.push_back(cat(where, " output ", logits_index, " (logits): expected ", describe(DType::F32, shape), ", got ",
                       logits ? describe(logits->dtype, logits->shape) : "an unresolved value"));
   else if (m.outputs[logits_index].memory != OutputMemory::Planned)
-    out.push_back(cat(where, " output ", logits_index, " (logits): must be planned, got ", output_memory_name(m.outputs[logits_index].memory)));
+    out.push_back(cat(where, " output ", logits_index, " (logits): must be planned, got ",
+                      output_memory_name(m.outputs[logits_index].memory)));
   if (m.outputs.size() == repeated) check_repeated_state(m, inputs, info.n_layers, out);
 }
 
@@ -200,7 +214,8 @@ std::optional<Metadata> read_metadata(const Program& program, std::vector<std::s
       violations.push_back(cat("metadata key '", name == &prefill_name ? keys::prefill_method : keys::decode_method,
                                "': the program has no method '", **name, "'"));
   if (prefill_name && decode_name && *prefill_name == *decode_name)
-    violations.push_back(cat("metadata keys '", keys::prefill_method, "' and '", keys::decode_method, "' name the same method"));
+    violations.push_back(
+        cat("metadata keys '", keys::prefill_method, "' and '", keys::decode_method, "' name the same method"));
   if (violations.size() != before) return std::nullopt;
   info.n_layers = *layers;
   info.n_kv_heads = *kv_heads;
@@ -236,8 +251,8 @@ json metadata_json(const Metadata& m) {
 }
 
 std::string summary(const Metadata& m) {
-  return cat(m.n_layers, " layers, max_context ", m.max_context, ", prefill_len ", m.prefill_len, ", ", dtype_name(m.cache_dtype),
-             " cache");
+  return cat(m.n_layers, " layers, max_context ", m.max_context, ", prefill_len ", m.prefill_len, ", ",
+             dtype_name(m.cache_dtype), " cache");
 }
 
 std::vector<ValueLayout> method_inputs(const Metadata& info, int64_t rows) {
@@ -259,7 +274,8 @@ Shape logits_shape(const Metadata& info, int64_t rows) { return {1, rows, info.v
 
 namespace {
 std::string join_lines(const std::string& origin, const std::vector<std::string>& v) {
-  std::string out = cat(origin, ": program violates hf_static v1 (", v.size(), v.size() == 1 ? " problem)" : " problems)");
+  std::string out =
+      cat(origin, ": program violates hf_static v1 (", v.size(), v.size() == 1 ? " problem)" : " problems)");
   for (const auto& s : v) out += "\n  " + s;
   return out;
 }
@@ -278,7 +294,8 @@ std::vector<std::string> hf_static_v1_violations(const Program& program) {
                     contract == m.end() ? "nothing" : contract->dump()));
   auto version = m.find(keys::version);
   if (version == m.end() || !version->is_number_integer() || version->get<int64_t>() != kVersion)
-    v.push_back(cat("metadata key '", keys::version, "': expected ", kVersion, ", got ", version == m.end() ? "nothing" : version->dump()));
+    v.push_back(cat("metadata key '", keys::version, "': expected ", kVersion, ", got ",
+                    version == m.end() ? "nothing" : version->dump()));
   auto info = read_metadata(program, v);
   if (!info) return v;
   check_method(*program.spec().find_method(info->prefill_method), *info, method_rows(*info, true), v);

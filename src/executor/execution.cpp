@@ -14,13 +14,15 @@ Execution::Execution(std::shared_ptr<const Method> method, BufferAllocator& allo
       output_rows_(method_->num_outputs(), {0, -1}) {}
 
 void Execution::bind_input(size_t i, void* data) {
-  if (i >= inputs_.size()) fail("method '", method_->name(), "': input index ", i, " out of range (", inputs_.size(), " inputs)");
+  if (i >= inputs_.size())
+    fail("method '", method_->name(), "': input index ", i, " out of range (", inputs_.size(), " inputs)");
   if (inputs_[i] != data) idle_plans_threads_ = 0;
   inputs_[i] = data;
 }
 
 void Execution::bind_output(size_t i, void* data) {
-  if (i >= outputs_.size()) fail("method '", method_->name(), "': output index ", i, " out of range (", outputs_.size(), " outputs)");
+  if (i >= outputs_.size())
+    fail("method '", method_->name(), "': output index ", i, " out of range (", outputs_.size(), " outputs)");
   if (method_->output_memory(i) != OutputMemory::Unplanned)
     fail("method '", method_->name(), "': output ", i, " '", method_->spec().outputs[i].name, "' is ",
          output_memory_name(method_->output_memory(i)), ", only unplanned outputs take a buffer");
@@ -32,9 +34,11 @@ void Execution::set_output_rows(size_t i, int64_t begin, int64_t end) {
   const std::string where = cat("method '", method_->name(), "'");
   if (i >= outputs_.size()) fail(where, ": output index ", i, " out of range (", outputs_.size(), " outputs)");
   const std::string owhere = cat(where, " output ", i, " '", method_->spec().outputs[i].name, "'");
-  if (method_->output_memory(i) == OutputMemory::Alias) fail(owhere, " is an alias of an input; its rows cannot be limited");
+  if (method_->output_memory(i) == OutputMemory::Alias)
+    fail(owhere, " is an alias of an input; its rows cannot be limited");
   const Shape& shape = method_->values_[method_->outputs_[i].value].shape;
-  if (shape.size() != 3 || shape[0] != 1) fail(owhere, " is ", shape_str(shape), ", not [1, T, N]; its rows cannot be limited");
+  if (shape.size() != 3 || shape[0] != 1)
+    fail(owhere, " is ", shape_str(shape), ", not [1, T, N]; its rows cannot be limited");
   if (begin < 0 || end > shape[1] || begin >= end)
     fail(owhere, ": rows [", begin, ", ", end, ") are not a non-empty range within its ", shape[1], " rows");
   output_rows_[i] = begin == 0 && end == shape[1] ? std::pair<int64_t, int64_t>{0, -1} : std::pair{begin, end};
@@ -109,21 +113,24 @@ Status Execution::run(ThreadPool* pool) {
   const Method& m = *method_;
   for (size_t i = 0; i < inputs_.size(); ++i)
     if (!inputs_[i])
-      return Status::error(cat(m.program().path(), ": method '", m.name(), "': input ", i, " '", m.input(i).name, "' is not bound"));
+      return Status::error(
+          cat(m.program().path(), ": method '", m.name(), "': input ", i, " '", m.input(i).name, "' is not bound"));
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (m.output_memory(i) == OutputMemory::Unplanned && !outputs_[i])
-      return Status::error(cat(m.program().path(), ": method '", m.name(), "': output ", i, " '", m.spec().outputs[i].name,
+      return Status::error(cat(m.program().path(), ": method '", m.name(), "': output ", i, " '",
+                               m.spec().outputs[i].name,
                                "' is unplanned and has no bound buffer; bind one before running"));
   ScopedThreadPool scoped(pool);
   const kernels::KernelTable& k = *m.kernels_;
   const int threads = pool && m.idle_prefetch_ ? pool->threads() : 1;
   if (threads > 1 && idle_plans_threads_ != threads) plan_idle_prefetch(threads);
   std::vector<std::vector<Tensor>> ins, outs;  // per node of the step
-  std::vector<Shape> slices;                     // shapes of row slices, alive while their step runs
+  std::vector<Shape> slices;                   // shapes of row slices, alive while their step runs
   for (size_t si = 0; si < m.steps_.size(); ++si) {
     const Method::Step& step = m.steps_[si];
     const Method::Node& head = m.nodes_[step.first];
-    ScopedIdlePrefetch idle(threads > 1 ? std::span<const PrefetchRange>(idle_plans_[si]) : std::span<const PrefetchRange>());
+    ScopedIdlePrefetch idle(threads > 1 ? std::span<const PrefetchRange>(idle_plans_[si])
+                                        : std::span<const PrefetchRange>());
     ins.resize(step.count);
     outs.resize(step.count);
     for (size_t n = 0; n < step.count; ++n) {
@@ -133,7 +140,8 @@ Status Execution::run(ThreadPool* pool) {
       for (size_t id : node.inputs) ins[n].push_back(tensor(id));
       for (size_t id : node.outputs) outs[n].push_back(tensor(id));
     }
-    if (step.sliceable_output != SIZE_MAX && output_rows_[step.sliceable_output].second >= 0) slice_rows(si, ins, outs, slices);
+    if (step.sliceable_output != SIZE_MAX && output_rows_[step.sliceable_output].second >= 0)
+      slice_rows(si, ins, outs, slices);
     Status s;
     if (step.folded) {
       // Node 0 is computed inside the group of the others, which read its input through it.
@@ -147,8 +155,10 @@ Status Execution::run(ThreadPool* pool) {
       s = head.op->run_group(k, ins, outs, nullptr);
     }
     if (!s.ok()) {
-      const std::string nodes = step.count == 1 ? cat("node ", step.first) : cat("nodes ", step.first, "-", step.first + step.count - 1);
-      return Status::error(cat(m.program().path(), ": method '", m.name(), "' ", nodes, " (", head.op->name, "): ", s.message()));
+      const std::string nodes =
+          step.count == 1 ? cat("node ", step.first) : cat("nodes ", step.first, "-", step.first + step.count - 1);
+      return Status::error(
+          cat(m.program().path(), ": method '", m.name(), "' ", nodes, " (", head.op->name, "): ", s.message()));
     }
   }
   return {};

@@ -5,7 +5,7 @@
 namespace hfstatic {
 
 std::shared_ptr<const Method> Method::load(std::shared_ptr<const Program> program, const std::string& name,
-                                          const RuntimeOptions& options) {
+                                           const RuntimeOptions& options) {
   try {
     return load_checked(program, name, options);
   } catch (const Error& e) {

@@ -58,9 +58,9 @@ class Method {
     DType dtype;
     Shape shape;
     Storage storage;
-    size_t index = 0;        // input or output index for Input / Unplanned
+    size_t index = 0;  // input or output index for Input / Unplanned
     const uint8_t* weight = nullptr;
-    uint64_t offset = 0;     // arena offset
+    uint64_t offset = 0;  // arena offset
     uint64_t bytes = 0;
   };
   struct Node {

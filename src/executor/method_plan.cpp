@@ -41,7 +41,8 @@ uint64_t place_intervals(std::vector<Interval*>& items) {
 }  // namespace
 
 bool Method::Readers::only_within(size_t id, size_t first, size_t end) const {
-  return !is_output[id] && std::all_of(nodes[id].begin(), nodes[id].end(), [&](size_t n) { return n >= first && n < end; });
+  return !is_output[id] &&
+         std::all_of(nodes[id].begin(), nodes[id].end(), [&](size_t n) { return n >= first && n < end; });
 }
 
 // A node joins the previous one's step when both run the same groupable op on the same first
@@ -58,8 +59,10 @@ void Method::group_steps() {
         for (size_t out : nodes_[k].outputs)
           if (std::find(node.inputs.begin(), node.inputs.end(), out) != node.inputs.end()) joins = false;
     }
-    if (joins) ++steps_.back().count;
-    else steps_.push_back({ni, 1});
+    if (joins)
+      ++steps_.back().count;
+    else
+      steps_.push_back({ni, 1});
   }
 }
 
@@ -79,10 +82,12 @@ Method::Readers Method::readers() const {
 void Method::fold_into_linear_steps(const Readers& readers) {
   std::vector<Step> steps;
   for (const Step& step : steps_) {
-    if (nodes_[step.first].op->takes_linear_fusion && !steps.empty() && steps.back().count == 1 && !steps.back().folded) {
+    if (nodes_[step.first].op->takes_linear_fusion && !steps.empty() && steps.back().count == 1 &&
+        !steps.back().folded) {
       const size_t x = nodes_[step.first].inputs[0];
       const Node& before = nodes_[steps.back().first];
-      if (before.op->linear_fusion && before.outputs[0] == x && readers.only_within(x, step.first, step.first + step.count)) {
+      if (before.op->linear_fusion && before.outputs[0] == x &&
+          readers.only_within(x, step.first, step.first + step.count)) {
         steps.back().count += step.count;
         steps.back().folded = true;
         values_[x].storage = Storage::Folded;
@@ -108,8 +113,10 @@ void Method::mark_sliceable_steps(const Readers& readers) {
         const Node& node = nodes_[k];
         sliceable = sliceable && node.op->row_wise;
         for (size_t out : node.outputs) {
-          if (out == id) produces = true;
-          else sliceable = sliceable && readers.only_within(out, step.first, step.first + step.count);
+          if (out == id)
+            produces = true;
+          else
+            sliceable = sliceable && readers.only_within(out, step.first, step.first + step.count);
         }
       }
       if (produces && sliceable) step.sliceable_output = i;

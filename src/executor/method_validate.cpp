@@ -60,7 +60,8 @@ void Method::add_node(size_t index, Uses& uses) {
     if (it != uses.ids.end()) {
       id = it->second;
     } else {
-      if (!program_->weight(in_name).info) fail(nwhere, ": operand '", in_name, "' is not an input, a weight or a declared value");
+      if (!program_->weight(in_name).info)
+        fail(nwhere, ": operand '", in_name, "' is not an input, a weight or a declared value");
       id = add_weight(in_name, uses);
     }
     const Value& v = values_[id];
@@ -105,8 +106,8 @@ void Method::add_node(size_t index, Uses& uses) {
     if (uses.produced[id]) fail(nwhere, ": value '", v.name, "' is produced twice");
     const ValueSpec& want = sig.outputs[k];
     if (v.dtype != want.dtype || v.shape != want.shape)
-      fail(nwhere, ": output '", v.name, "' is declared ", dtype_name(v.dtype), " ", shape_str(v.shape), " but the op produces ",
-           dtype_name(want.dtype), " ", shape_str(want.shape));
+      fail(nwhere, ": output '", v.name, "' is declared ", dtype_name(v.dtype), " ", shape_str(v.shape),
+           " but the op produces ", dtype_name(want.dtype), " ", shape_str(want.shape));
     uses.produced[id] = true;
     uses.first[id] = index;
     uses.last[id] = std::max(uses.last[id], index);
@@ -134,7 +135,8 @@ void Method::add_outputs(Uses& uses) {
     const Value& v = values_[it->second];
     switch (o.memory) {
       case OutputMemory::Alias:
-        if (v.storage != Storage::Input) fail(owhere, ": an alias output must name a method input, '", o.value, "' is not one");
+        if (v.storage != Storage::Input)
+          fail(owhere, ": an alias output must name a method input, '", o.value, "' is not one");
         if (!uses.mutated.count(it->second)) fail(owhere, ": aliases input '", o.value, "', which no node updates");
         outputs_.push_back({it->second, v.index});
         break;
@@ -144,7 +146,8 @@ void Method::add_outputs(Uses& uses) {
         outputs_.push_back({it->second, i});
         break;
       case OutputMemory::Unplanned:
-        if (v.storage != Storage::Unplanned) fail(owhere, ": an unplanned output must name a value a node produces, '", o.value, "' is not one");
+        if (v.storage != Storage::Unplanned)
+          fail(owhere, ": an unplanned output must name a value a node produces, '", o.value, "' is not one");
         if (v.index != i) fail(owhere, ": value '", o.value, "' backs more than one output");
         outputs_.push_back({it->second, i});
         break;

@@ -25,7 +25,8 @@ std::string describe(size_t i, const OpOperand& o) {
 
 void expect_float(size_t i, const OpOperand& o) {
   DType t = o.spec->dtype;
-  if (t != DType::F32 && t != DType::F16 && t != DType::BF16) fail(describe(i, o), " must be float32, float16 or bfloat16");
+  if (t != DType::F32 && t != DType::F16 && t != DType::BF16)
+    fail(describe(i, o), " must be float32, float16 or bfloat16");
 }
 
 void expect_dtype(size_t i, const OpOperand& o, DType t) {
@@ -44,7 +45,8 @@ void expect_activation(size_t i, const OpOperand& o) {
 }
 
 void expect_cache(size_t i, const OpOperand& o) {
-  if (o.spec->dtype != DType::F32 && o.spec->dtype != DType::F16) fail(describe(i, o), " must be a float32 or float16 cache");
+  if (o.spec->dtype != DType::F32 && o.spec->dtype != DType::F16)
+    fail(describe(i, o), " must be a float32 or float16 cache");
   expect_rank(i, o, 4);
   if (o.spec->shape[0] != 1) fail(describe(i, o), " must have batch 1");
 }
@@ -168,7 +170,11 @@ OpSignature check_linear(const std::vector<OpOperand>& in, const json&) {
 // out may be empty (no destination: only the weights are wanted).
 kernels::LinearOutput linear_output(const std::vector<Tensor>& in, const std::vector<Tensor>& out) {
   const Tensor* bias = in.size() == 3 ? &in[2] : nullptr;
-  return {in[1].data, in[1].dtype, in[1].dim(0), bias ? bias->data : nullptr, bias ? bias->dtype : DType::F32,
+  return {in[1].data,
+          in[1].dtype,
+          in[1].dim(0),
+          bias ? bias->data : nullptr,
+          bias ? bias->dtype : DType::F32,
           out.empty() ? nullptr : out[0].as<float>()};
 }
 
@@ -240,7 +246,8 @@ OpSignature check_rope(const std::vector<OpOperand>& in, const json& attrs) {
   expect_activation(0, in[0]);
   expect_dtype(1, in[1], DType::I64);
   expect_rank(1, in[1], 2);
-  if (in[1].spec->shape[1] != in[0].spec->shape[1]) fail(describe(1, in[1]), " must have one position per row of ", describe(0, in[0]));
+  if (in[1].spec->shape[1] != in[0].spec->shape[1])
+    fail(describe(1, in[1]), " must have one position per row of ", describe(0, in[0]));
   int64_t head_dim = int_attr(attrs, "head_dim", 2, 1 << 16);
   if (head_dim % 2 != 0) fail("attribute 'head_dim' must be even");
   if (in[0].spec->shape[2] % head_dim != 0) fail(describe(0, in[0]), " width is not a multiple of head_dim ", head_dim);
@@ -315,14 +322,15 @@ Status run_cache_write(const kernels::KernelTable& k, const std::vector<Tensor>&
   int64_t real = count_real_rows(in[5].as<float>(), rows, context);
   if (real < 0) return Status::error("mask has a real row after a padding row; real rows must come first");
   if (counter < 0 || counter > context - real)
-    return Status::error(cat("counter ", counter, " with ", real, " real rows does not fit the cache of ", context, " slots"));
+    return Status::error(
+        cat("counter ", counter, " with ", real, " real rows does not fit the cache of ", context, " slots"));
   const size_t elem = dtype_size(in[2].dtype);
   // Items (k or v, row, head), a head's row each, shared out to the threads.
   parallel_for(2 * real * heads, 64, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t which = item / (real * heads), r = item / heads % real, h = item % heads;
       k.store_row(in[which].as<float>() + (r * heads + h) * head_dim, head_dim,
-                         in[2 + which].as<uint8_t>() + size_t((h * context + counter + r) * head_dim) * elem, in[2].dtype);
+                  in[2 + which].as<uint8_t>() + size_t((h * context + counter + r) * head_dim) * elem, in[2].dtype);
     }
   });
   counter += real;
@@ -342,14 +350,16 @@ OpSignature check_attention(const std::vector<OpOperand>& in, const json& attrs)
   expect_cache(1, in[1]);
   expect_cache(2, in[2]);
   const Shape& kc = in[1].spec->shape;
-  if (in[2].spec->shape != kc || in[2].spec->dtype != in[1].spec->dtype) fail(describe(2, in[2]), " must match ", describe(1, in[1]));
+  if (in[2].spec->shape != kc || in[2].spec->dtype != in[1].spec->dtype)
+    fail(describe(2, in[2]), " must match ", describe(1, in[1]));
   const int64_t rows = in[0].spec->shape[1];
   check_mask(3, in[3], rows, kc[2]);
   int64_t n_heads = int_attr(attrs, "n_heads", 1, 1 << 16);
   int64_t head_dim = kc[3];
   if (in[0].spec->shape[2] != n_heads * head_dim)
     fail(describe(0, in[0]), " width must be n_heads * head_dim = ", n_heads * head_dim);
-  if (kc[1] == 0 || n_heads % kc[1] != 0) fail("n_heads ", n_heads, " is not a multiple of the cache's ", kc[1], " kv heads");
+  if (kc[1] == 0 || n_heads % kc[1] != 0)
+    fail("n_heads ", n_heads, " is not a multiple of the cache's ", kc[1], " kv heads");
   double scale = attrs.contains("scale") ? float_attr(attrs, "scale", 0, 1e6) : 1.0 / std::sqrt(double(head_dim));
   return {{out_like(*in[0].spec)}, {}, prepared(AttentionAttrs{n_heads, head_dim, float(scale)})};
 }
@@ -395,16 +405,20 @@ OpSignature check_copy(const std::vector<OpOperand>& in, const json&) {
   return {{out_like(*in[0].spec)}, {}, {}};
 }
 
-Status run_copy(const kernels::KernelTable&, const std::vector<Tensor>& in, const std::vector<Tensor>& out, const void*) {
+Status run_copy(const kernels::KernelTable&, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                const void*) {
   // An output bound to the very buffer it copies from is already up to date.
-  if (out[0].data != in[0].data)
-    std::memmove(out[0].data, in[0].data, size_t(numel(in[0])) * dtype_size(in[0].dtype));
+  if (out[0].data != in[0].data) std::memmove(out[0].data, in[0].data, size_t(numel(in[0])) * dtype_size(in[0].dtype));
   return {};
 }
 
 constexpr OpDef kOps[] = {
     {.name = "embedding", .check = check_embedding, .run = run_embedding},
-    {.name = "rms_norm", .check = check_rms_norm, .run = run_rms_norm, .row_wise = true, .linear_fusion = rms_norm_fusion},
+    {.name = "rms_norm",
+     .check = check_rms_norm,
+     .run = run_rms_norm,
+     .row_wise = true,
+     .linear_fusion = rms_norm_fusion},
     {.name = "head_rms_norm", .check = check_head_rms_norm, .run = run_rms_norm, .row_wise = true},
     {.name = "linear",
      .check = check_linear,
@@ -416,7 +430,11 @@ constexpr OpDef kOps[] = {
     {.name = "rope", .check = check_rope, .run = run_rope},
     {.name = "cache_write", .check = check_cache_write, .run = run_cache_write},
     {.name = "attention", .check = check_attention, .run = run_attention},
-    {.name = "silu_mul", .check = check_binary, .run = run_silu_mul, .row_wise = true, .linear_fusion = silu_mul_fusion},
+    {.name = "silu_mul",
+     .check = check_binary,
+     .run = run_silu_mul,
+     .row_wise = true,
+     .linear_fusion = silu_mul_fusion},
     {.name = "add", .check = check_binary, .run = run_add, .row_wise = true},
     {.name = "copy", .check = check_copy, .run = run_copy},
 };

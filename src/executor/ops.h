@@ -20,7 +20,9 @@ struct Tensor {
   const Shape* shape = nullptr;
   int64_t dim(size_t i) const { return (*shape)[i]; }
   template <typename T>
-  T* as() const { return static_cast<T*>(data); }
+  T* as() const {
+    return static_cast<T*>(data);
+  }
 };
 
 struct OpOperand {
@@ -30,9 +32,9 @@ struct OpOperand {
 
 // What a node's check derives from its inputs and attributes.
 struct OpSignature {
-  std::vector<ValueSpec> outputs;                  // dtype and shape each output must declare
-  std::vector<size_t> mutated_inputs;              // inputs updated in place (must be method inputs)
-  std::shared_ptr<const void> prepared;            // attributes decoded once at load
+  std::vector<ValueSpec> outputs;        // dtype and shape each output must declare
+  std::vector<size_t> mutated_inputs;    // inputs updated in place (must be method inputs)
+  std::shared_ptr<const void> prepared;  // attributes decoded once at load
 };
 
 struct OpDef {

@@ -49,7 +49,8 @@ HfCheckpoint HfCheckpoint::open(const std::string& dir) {
     for (auto it = index["weight_map"].begin(); it != index["weight_map"].end(); ++it) {
       if (!it.value().is_string()) fail(index_path, ": weight_map['", it.key(), "'] is not a file name");
       std::string f = it.value().get<std::string>();
-      if (f.find('/') != std::string::npos || f == ".." || f.empty()) fail(index_path, ": weight_map['", it.key(), "'] = '", f, "' is not a plain file name");
+      if (f.find('/') != std::string::npos || f == ".." || f.empty())
+        fail(index_path, ": weight_map['", it.key(), "'] = '", f, "' is not a plain file name");
       if (unique.insert(f).second) files.push_back(f);
     }
   } else {
@@ -78,7 +79,8 @@ void HfCheckpoint::read(const std::string& name, DType dtype, void* dst) const {
   const TensorInfo& t = info(name);
   const Shard* shard = tensors_.at(name).first;
   if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
-    fail(dir_, ": tensor '", name, "' has dtype ", dtype_name(t.dtype), "; only float32, float16 and bfloat16 weights are supported");
+    fail(dir_, ": tensor '", name, "' has dtype ", dtype_name(t.dtype),
+         "; only float32, float16 and bfloat16 weights are supported");
   // Checkpoint data need not be aligned: copy it out before converting.
   std::vector<uint8_t> raw(t.size);
   if (t.size) std::memcpy(raw.data(), shard->view.tensor_data(t), t.size);

@@ -1,7 +1,7 @@
 #include "export/exporter.h"
 
-#include "contract/hf_static_contract.h"
 #include "chat/text_check.h"
+#include "contract/hf_static_contract.h"
 #include "export/checkpoint.h"
 #include "format/program.h"
 #include "util/error.h"
@@ -18,9 +18,11 @@ ExportSummary export_program(const std::string& dir, const std::string& out_path
   for (const WeightUse& w : built.weights) {
     const TensorInfo& t = ckpt.info(w.name);
     if (t.shape != w.shape)
-      fail(dir, ": tensor '", w.name, "' has shape ", shape_str(t.shape), " but config.json implies ", shape_str(w.shape));
+      fail(dir, ": tensor '", w.name, "' has shape ", shape_str(t.shape), " but config.json implies ",
+           shape_str(w.shape));
     if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
-      fail(dir, ": tensor '", w.name, "' has dtype ", dtype_name(t.dtype), "; weights must be float32, float16 or bfloat16");
+      fail(dir, ": tensor '", w.name, "' has dtype ", dtype_name(t.dtype),
+           "; weights must be float32, float16 or bfloat16");
     if (!common) common = t.dtype;
   }
   // The tokenizer and template are loaded as a runner will: a broken one fails the export.
@@ -39,7 +41,8 @@ ExportSummary export_program(const std::string& dir, const std::string& out_path
   for (const WeightUse& w : built.weights) {
     Shape shape = w.shape;
     std::string name = w.name;
-    writer.add_weight(name, weights_dtype, shape, [&ckpt, name, weights_dtype](uint8_t* dst) { ckpt.read(name, weights_dtype, dst); });
+    writer.add_weight(name, weights_dtype, shape,
+                      [&ckpt, name, weights_dtype](uint8_t* dst) { ckpt.read(name, weights_dtype, dst); });
     summary.weight_bytes += uint64_t(*shape_numel(shape)) * dtype_size(weights_dtype);
     ++summary.tensors;
   }

@@ -22,6 +22,7 @@ struct ExportSummary {
 
 // Validates the checkpoint against its config, then writes `out_path` atomically: on any error
 // nothing is left at `out_path`. Throws Error.
-ExportSummary export_program(const std::string& checkpoint_dir, const std::string& out_path, const ExportOptions& options);
+ExportSummary export_program(const std::string& checkpoint_dir, const std::string& out_path,
+                             const ExportOptions& options);
 
 }  // namespace hfstatic

@@ -41,13 +41,16 @@ class MethodBuilder {
  public:
   MethodBuilder(std::string name, int64_t rows) { m_.name = std::move(name), rows_ = rows; }
 
-  void input(const std::string& name, DType dtype, Shape shape) { m_.inputs.push_back({name, dtype, std::move(shape)}); }
+  void input(const std::string& name, DType dtype, Shape shape) {
+    m_.inputs.push_back({name, dtype, std::move(shape)});
+  }
   // Declares a float32 activation [1, rows, width] and returns its name.
   std::string value(const std::string& name, int64_t width) {
     m_.values.push_back({name, DType::F32, {1, rows_, width}});
     return name;
   }
-  void node(const std::string& op, std::vector<std::string> inputs, std::vector<std::string> outputs, json attrs = json::object()) {
+  void node(const std::string& op, std::vector<std::string> inputs, std::vector<std::string> outputs,
+            json attrs = json::object()) {
     m_.nodes.push_back({op, std::move(inputs), std::move(outputs), std::move(attrs)});
   }
   std::string op(const std::string& op, std::vector<std::string> inputs, const std::string& out, int64_t width,
@@ -80,7 +83,9 @@ MethodSpec build_method(const hf_static::Metadata& meta, bool prefill, const HfC
   json rope_attrs = {{"head_dim", D}, {"theta", c.rope_theta}};
   if (c.rope_scaling) {
     const RopeScaling& s = *c.rope_scaling;
-    rope_attrs["scaling"] = {{"type", s.type}, {"factor", s.factor}, {"low_freq_factor", s.low_freq_factor},
+    rope_attrs["scaling"] = {{"type", s.type},
+                             {"factor", s.factor},
+                             {"low_freq_factor", s.low_freq_factor},
                              {"high_freq_factor", s.high_freq_factor},
                              {"original_max_position_embeddings", s.original_max_position_embeddings}};
   }
@@ -126,7 +131,8 @@ MethodSpec build_method(const hf_static::Metadata& meta, bool prefill, const HfC
   MethodSpec& m = b.spec();
   m.outputs.resize(output_count(L, o.repeat_state));
   const std::vector<size_t> order = mutation_permutation(o.mutation_order, L);
-  for (size_t i = 0; i < order.size(); ++i) m.outputs[i] = {state[order[i]] + "_updated", state[order[i]], OutputMemory::Alias};
+  for (size_t i = 0; i < order.size(); ++i)
+    m.outputs[i] = {state[order[i]] + "_updated", state[order[i]], OutputMemory::Alias};
   m.outputs[logits_output(L)] = {"logits", "logits", OutputMemory::Planned};
   if (o.repeat_state) {
     for (size_t slot = 0; slot < state.size(); ++slot) {

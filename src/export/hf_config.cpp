@@ -60,10 +60,12 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   if (!j.is_object()) fail(origin, ": config is not a JSON object");
   Reader r{j, origin};
   HfConfig c;
-  if (!r.has("model_type") || !j["model_type"].is_string()) fail(origin, ": config field 'model_type' is missing or not a string");
+  if (!r.has("model_type") || !j["model_type"].is_string())
+    fail(origin, ": config field 'model_type' is missing or not a string");
   c.model_type = j["model_type"].get<std::string>();
   if (c.model_type != "llama" && c.model_type != "mistral" && c.model_type != "qwen2" && c.model_type != "qwen3")
-    fail(origin, ": config field 'model_type' = '", c.model_type, "' is not supported (supported: llama, mistral, qwen2, qwen3)");
+    fail(origin, ": config field 'model_type' = '", c.model_type,
+         "' is not supported (supported: llama, mistral, qwen2, qwen3)");
   constexpr int64_t kBig = int64_t(1) << 31;
   c.hidden_size = r.integer("hidden_size", 1, kBig);
   c.intermediate_size = r.integer("intermediate_size", 1, kBig);
@@ -71,12 +73,14 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   c.num_attention_heads = r.integer("num_attention_heads", 1, 4096);
   c.num_key_value_heads = r.integer("num_key_value_heads", 1, 4096, c.num_attention_heads);
   if (c.num_attention_heads % c.num_key_value_heads != 0)
-    fail(origin, ": config field 'num_key_value_heads' = ", c.num_key_value_heads, " does not divide num_attention_heads = ",
-         c.num_attention_heads);
+    fail(origin, ": config field 'num_key_value_heads' = ", c.num_key_value_heads,
+         " does not divide num_attention_heads = ", c.num_attention_heads);
   if (!r.has("head_dim") && c.hidden_size % c.num_attention_heads != 0)
-    fail(origin, ": config field 'hidden_size' = ", c.hidden_size, " is not a multiple of num_attention_heads = ", c.num_attention_heads);
+    fail(origin, ": config field 'hidden_size' = ", c.hidden_size,
+         " is not a multiple of num_attention_heads = ", c.num_attention_heads);
   c.head_dim = r.integer("head_dim", 2, 65536, c.hidden_size / c.num_attention_heads);
-  if (c.head_dim % 2 != 0) fail(origin, ": config field 'head_dim' = ", c.head_dim, " is odd; rotary embedding needs an even head_dim");
+  if (c.head_dim % 2 != 0)
+    fail(origin, ": config field 'head_dim' = ", c.head_dim, " is odd; rotary embedding needs an even head_dim");
   c.vocab_size = r.integer("vocab_size", 1, kBig);
   c.max_position_embeddings = r.integer("max_position_embeddings", 2, kBig, 2048);
   c.rms_norm_eps = r.number("rms_norm_eps", 0, 1, 1e-6);
@@ -106,8 +110,10 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
     const json& s = j["rope_scaling"];
     if (!s.is_object()) fail(origin, ": config field 'rope_scaling' = ", s.dump(), " is not an object");
     std::string type;
-    if (s.contains("rope_type") && s["rope_type"].is_string()) type = s["rope_type"].get<std::string>();
-    else if (s.contains("type") && s["type"].is_string()) type = s["type"].get<std::string>();
+    if (s.contains("rope_type") && s["rope_type"].is_string())
+      type = s["rope_type"].get<std::string>();
+    else if (s.contains("type") && s["type"].is_string())
+      type = s["type"].get<std::string>();
     if (type == "default") {
       // Same as no scaling.
     } else if (type == "llama3") {
@@ -128,7 +134,8 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   if (r.has("bos_token_id")) c.bos_token_id = r.integer("bos_token_id", 0, c.vocab_size - 1);
   if (j.contains("eos_token_id")) c.eos_token_ids = token_ids(j["eos_token_id"], "eos_token_id", origin);
   for (int64_t id : c.eos_token_ids)
-    if (id < 0 || id >= c.vocab_size) fail(origin, ": config field 'eos_token_id' holds ", id, ", outside the vocabulary");
+    if (id < 0 || id >= c.vocab_size)
+      fail(origin, ": config field 'eos_token_id' holds ", id, ", outside the vocabulary");
   return c;
 }
 

@@ -19,9 +19,9 @@ struct HfConfig {
   int64_t num_key_value_heads = 0, head_dim = 0, vocab_size = 0, max_position_embeddings = 0;
   double rms_norm_eps = 1e-6, rope_theta = 10000;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;  // q/k/v biases (always on for qwen2)
-  bool o_proj_bias = false;     // llama's attention_bias also covers o_proj
-  bool qk_norm = false;         // qwen3
+  bool attention_bias = false;            // q/k/v biases (always on for qwen2)
+  bool o_proj_bias = false;               // llama's attention_bias also covers o_proj
+  bool qk_norm = false;                   // qwen3
   std::optional<int64_t> sliding_window;  // mistral / qwen2 when in use
   std::optional<RopeScaling> rope_scaling;
   std::optional<int64_t> bos_token_id;

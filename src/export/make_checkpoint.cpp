@@ -152,8 +152,13 @@ void write_tokenizer(const std::string& dir, const HfConfig& config) {
     int id = 256 + i;
     if (id >= config.vocab_size) break;
     vocab[specials[i]] = id;
-    added.push_back({{"id", id}, {"content", specials[i]}, {"single_word", false}, {"lstrip", false},
-                     {"rstrip", false}, {"normalized", false}, {"special", true}});
+    added.push_back({{"id", id},
+                     {"content", specials[i]},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false},
+                     {"special", true}});
   }
   json tokenizer = {
       {"version", "1.0"},
@@ -161,12 +166,22 @@ void write_tokenizer(const std::string& dir, const HfConfig& config) {
       {"padding", nullptr},
       {"added_tokens", added},
       {"normalizer", nullptr},
-      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}},
-      {"post_processor", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}}},
+      {"pre_tokenizer",
+       {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}},
+      {"post_processor",
+       {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}}},
       {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
-      {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
-                 {"end_of_word_suffix", nullptr}, {"fuse_unk", false}, {"byte_fallback", false},
-                 {"ignore_merges", false}, {"vocab", vocab}, {"merges", json::array()}}},
+      {"model",
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"ignore_merges", false},
+        {"vocab", vocab},
+        {"merges", json::array()}}},
   };
   json tokenizer_config = {
       {"add_bos_token", false},
@@ -176,7 +191,8 @@ void write_tokenizer(const std::string& dir, const HfConfig& config) {
       {"model_max_length", config.max_position_embeddings},
       {"tokenizer_class", "PreTrainedTokenizerFast"},
       {"chat_template",
-       "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+       "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + "
+       "'\\n' }}"
        "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"},
   };
   AtomicFileWriter t(dir + "/tokenizer.json");

@@ -24,7 +24,8 @@ std::shared_ptr<const Program> Program::load_mapped(MappedFile file) {
   if (it == p->view_.metadata().end())
     fail(path, ": not an hfstatic program (safetensors __metadata__ has no '", kProgramMetadataKey, "' entry)");
   std::string why;
-  nlohmann::json j = parse_json_limited(it->second, cat(path, ": __metadata__.", kProgramMetadataKey), kMaxJsonDepth, &why);
+  nlohmann::json j =
+      parse_json_limited(it->second, cat(path, ": __metadata__.", kProgramMetadataKey), kMaxJsonDepth, &why);
   if (j.is_discarded()) fail(path, ": __metadata__.", kProgramMetadataKey, " is not valid JSON ", why);
   try {
     p->spec_ = ProgramSpec::from_json(j);
@@ -65,7 +66,8 @@ std::string program_embedded_file(const std::string& program_path, const std::st
 
 namespace {
 void check_weight_name(const std::string& name) {
-  if (name.rfind(kEmbeddedFilePrefix, 0) == 0) fail("weight name '", name, "' uses the reserved prefix ", kEmbeddedFilePrefix);
+  if (name.rfind(kEmbeddedFilePrefix, 0) == 0)
+    fail("weight name '", name, "' uses the reserved prefix ", kEmbeddedFilePrefix);
 }
 }  // namespace
 

@@ -109,8 +109,7 @@ json ProgramSpec::to_json() const {
 ProgramSpec ProgramSpec::from_json(const json& j) {
   if (!j.is_object()) fail("program spec: not a JSON object");
   std::string format = get_string(j, "format", "program");
-  if (format != kProgramFormatName)
-    fail("program spec: format '", format, "' is not '", kProgramFormatName, "'");
+  if (format != kProgramFormatName) fail("program spec: format '", format, "' is not '", kProgramFormatName, "'");
   const json& fv = member(j, "format_version", "program");
   if (!fv.is_number_integer() || fv.get<int64_t>() != kProgramFormatVersion)
     fail("program spec: format_version ", fv.dump(), " is not supported (supported: ", kProgramFormatVersion, ")");
@@ -125,9 +124,11 @@ ProgramSpec ProgramSpec::from_json(const json& j) {
     mpath = cat("method '", m.name, "'");
     if (spec.find_method(m.name)) fail("program spec: method '", m.name, "' is defined twice");
     const json& inputs = get_array(methods[mi], "inputs", mpath);
-    for (size_t i = 0; i < inputs.size(); ++i) m.inputs.push_back(value_from_json(inputs[i], cat(mpath, " inputs[", i, "]")));
+    for (size_t i = 0; i < inputs.size(); ++i)
+      m.inputs.push_back(value_from_json(inputs[i], cat(mpath, " inputs[", i, "]")));
     const json& values = get_array(methods[mi], "values", mpath);
-    for (size_t i = 0; i < values.size(); ++i) m.values.push_back(value_from_json(values[i], cat(mpath, " values[", i, "]")));
+    for (size_t i = 0; i < values.size(); ++i)
+      m.values.push_back(value_from_json(values[i], cat(mpath, " values[", i, "]")));
     const json& outputs = get_array(methods[mi], "outputs", mpath);
     for (size_t i = 0; i < outputs.size(); ++i) {
       std::string opath = cat(mpath, " outputs[", i, "]");
@@ -135,10 +136,14 @@ ProgramSpec ProgramSpec::from_json(const json& j) {
       o.name = get_string(outputs[i], "name", opath);
       o.value = get_string(outputs[i], "value", opath);
       std::string memory = get_string(outputs[i], "memory", opath);
-      if (memory == "alias") o.memory = OutputMemory::Alias;
-      else if (memory == "planned") o.memory = OutputMemory::Planned;
-      else if (memory == "unplanned") o.memory = OutputMemory::Unplanned;
-      else fail("program spec: ", opath, ".memory '", memory, "' is not alias, planned or unplanned");
+      if (memory == "alias")
+        o.memory = OutputMemory::Alias;
+      else if (memory == "planned")
+        o.memory = OutputMemory::Planned;
+      else if (memory == "unplanned")
+        o.memory = OutputMemory::Unplanned;
+      else
+        fail("program spec: ", opath, ".memory '", memory, "' is not alias, planned or unplanned");
       m.outputs.push_back(std::move(o));
     }
     const json& nodes = get_array(methods[mi], "nodes", mpath);

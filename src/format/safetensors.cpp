@@ -76,7 +76,8 @@ SafetensorsView SafetensorsView::parse(const uint8_t* data, size_t size, const s
     if (shape.size() > kMaxRank) fail(where("shape"), " has rank ", shape.size(), ", more than ", kMaxRank);
     for (const auto& d : shape) {
       if (!d.is_number_integer()) fail(where("shape"), " has a non-integer dimension");
-      if (d.is_number_unsigned() ? d.get<uint64_t>() > uint64_t(kMaxDim) : d.get<int64_t>() < 0 || d.get<int64_t>() > kMaxDim)
+      if (d.is_number_unsigned() ? d.get<uint64_t>() > uint64_t(kMaxDim)
+                                 : d.get<int64_t>() < 0 || d.get<int64_t>() > kMaxDim)
         fail(where("shape"), " has dimension ", d.dump(), " outside [0, 2^40]");
       t.shape.push_back(d.get<int64_t>());
     }
@@ -130,7 +131,8 @@ void SafetensorsWriter::add(const std::string& name, DType dtype, const Shape& s
   pending_.push_back({std::move(info), std::move(producer)});
 }
 
-void SafetensorsWriter::add_bytes(const std::string& name, DType dtype, const Shape& shape, std::vector<uint8_t> bytes) {
+void SafetensorsWriter::add_bytes(const std::string& name, DType dtype, const Shape& shape,
+                                  std::vector<uint8_t> bytes) {
   auto shared = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
   auto numel = shape_numel(shape);
   if (!numel || uint64_t(*numel) * dtype_size(dtype) != shared->size())
@@ -143,9 +145,8 @@ void SafetensorsWriter::add_bytes(const std::string& name, DType dtype, const Sh
 void SafetensorsWriter::write(const std::string& path, const std::function<void(uint64_t, uint64_t)>& progress) const {
   std::vector<const Pending*> order;
   for (const auto& p : pending_) order.push_back(&p);
-  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) {
-    return dtype_size(a->info.dtype) > dtype_size(b->info.dtype);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [](auto* a, auto* b) { return dtype_size(a->info.dtype) > dtype_size(b->info.dtype); });
   json header = json::object();
   if (!metadata_.empty()) header["__metadata__"] = metadata_;
   uint64_t offset = 0;

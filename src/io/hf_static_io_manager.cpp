@@ -27,9 +27,12 @@ ModelInfo model_info(const Metadata& m) {
 
 }  // namespace
 
-std::vector<std::string> HfStaticIOManager::validate(const Program& program) const { return hf_static_v1_violations(program); }
+std::vector<std::string> HfStaticIOManager::validate(const Program& program) const {
+  return hf_static_v1_violations(program);
+}
 
-void HfStaticIOManager::load(std::shared_ptr<const Program> program, BufferAllocator& allocator, const RuntimeOptions& runtime) {
+void HfStaticIOManager::load(std::shared_ptr<const Program> program, BufferAllocator& allocator,
+                             const RuntimeOptions& runtime) {
   std::vector<std::string> violations = validate(*program);
   if (!violations.empty()) throw ContractError(program->path(), violations);
   std::vector<std::string> metadata_problems;  // empty unless validate() was relaxed
@@ -77,9 +80,11 @@ void HfStaticIOManager::check_buffer_bytes(const Program& program, const std::ve
   total = caches;
   for (StepKind kind : {StepKind::Prefill, StepKind::Decode}) {
     const MethodState& ms = method(kind);
-    total += ms.method->arena_bytes() + uint64_t(ms.rows) * (2 * sizeof(int64_t) + uint64_t(info_.max_context) * sizeof(float));
+    total += ms.method->arena_bytes() +
+             uint64_t(ms.rows) * (2 * sizeof(int64_t) + uint64_t(info_.max_context) * sizeof(float));
   }
-  const uint64_t limit = runtime.max_buffer_bytes ? runtime.max_buffer_bytes : 4 * program.weight_bytes() + (uint64_t(512) << 20);
+  const uint64_t limit =
+      runtime.max_buffer_bytes ? runtime.max_buffer_bytes : 4 * program.weight_bytes() + (uint64_t(512) << 20);
   if (total > limit)
     fail(program.path(), ": running it needs ", total / mib, " MiB of caches and buffers (caches ", caches / mib,
          " MiB for max_context ", info_.max_context, ", ", info_.n_layers, " layers), more than the ", limit / mib,
@@ -99,7 +104,9 @@ void HfStaticIOManager::reset() {
   ran_ = false;
 }
 
-bool HfStaticIOManager::prefill_fits(int64_t start_pos) const { return start_pos + info_.prefill_len <= info_.max_context; }
+bool HfStaticIOManager::prefill_fits(int64_t start_pos) const {
+  return start_pos + info_.prefill_len <= info_.max_context;
+}
 
 std::vector<Step> HfStaticIOManager::plan(int64_t start_pos, size_t n_tokens) const {
   const int64_t n = int64_t(n_tokens), C = info_.max_context;
@@ -136,8 +143,9 @@ void HfStaticIOManager::prepare(StepKind kind, int64_t start_pos, std::span<cons
   if (start_pos < 0 || start_pos + n > C)
     fail(step_kind_name(kind), " step at start_pos ", start_pos, " with ", n, " tokens does not fit max_context ", C);
   if (kind == StepKind::Prefill && !prefill_fits(start_pos))
-    fail("prefill step at start_pos ", start_pos, " does not fit: a padded prefill call needs start_pos + prefill_len (",
-         info_.prefill_len, ") <= max_context ", C);
+    fail("prefill step at start_pos ", start_pos,
+         " does not fit: a padded prefill call needs start_pos + prefill_len (", info_.prefill_len, ") <= max_context ",
+         C);
   for (int64_t t : tokens)
     if (t < 0 || t >= info_.vocab_size) fail("token id ", t, " is outside the vocabulary [0, ", info_.vocab_size, ")");
   int64_t* tok = ms.tokens.as<int64_t>();
@@ -155,8 +163,10 @@ void HfStaticIOManager::prepare(StepKind kind, int64_t start_pos, std::span<cons
   }
   write_counters(start_pos);
   const size_t logits = logits_output(info_.n_layers);
-  if (all_logits_) ms.execution->set_output_rows(logits, 0, T);
-  else ms.execution->set_output_rows(logits, n - 1, n);
+  if (all_logits_)
+    ms.execution->set_output_rows(logits, 0, T);
+  else
+    ms.execution->set_output_rows(logits, n - 1, n);
   prepared_ = kind;
   prepared_rows_ = n;
   ran_ = false;
@@ -164,7 +174,8 @@ void HfStaticIOManager::prepare(StepKind kind, int64_t start_pos, std::span<cons
 
 void HfStaticIOManager::bind_state_outputs(Execution& exec) {
   if (exec.method().num_outputs() != output_count(info_.n_layers, /*repeated_state=*/true)) return;
-  for (size_t slot = 0; slot < state_.size(); ++slot) exec.bind_output(repeated_state_output(info_.n_layers, slot), state_[slot].data());
+  for (size_t slot = 0; slot < state_.size(); ++slot)
+    exec.bind_output(repeated_state_output(info_.n_layers, slot), state_[slot].data());
 }
 
 void HfStaticIOManager::bind() {

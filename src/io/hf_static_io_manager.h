@@ -13,7 +13,8 @@ namespace hfstatic {
 
 class HfStaticIOManager : public IOManager {
  public:
-  void load(std::shared_ptr<const Program> program, BufferAllocator& allocator, const RuntimeOptions& runtime = {}) override;
+  void load(std::shared_ptr<const Program> program, BufferAllocator& allocator,
+            const RuntimeOptions& runtime = {}) override;
   const ModelInfo& model() const override { return info_; }
   void reset() override;
   std::vector<Step> plan(int64_t start_pos, size_t n_tokens) const override;

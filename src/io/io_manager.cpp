@@ -63,7 +63,8 @@ const IOContract* IOManagerRegistry::find(const Program& program, std::string* p
   }
   for (const auto& c : contracts_)
     if (c.name == contract->get<std::string>() && c.version == version->get<int64_t>()) return &c;
-  *problem = cat("I/O contract '", contract->get<std::string>(), "' version ", version->dump(), " is not supported (supported: ", list, ")");
+  *problem = cat("I/O contract '", contract->get<std::string>(), "' version ", version->dump(),
+                 " is not supported (supported: ", list, ")");
   return nullptr;
 }
 

@@ -42,7 +42,8 @@ class IOManager {
 
   // Validates the program against the contract, loads its methods with `runtime` and
   // allocates every buffer from `allocator`; throws Error.
-  virtual void load(std::shared_ptr<const Program> program, BufferAllocator& allocator, const RuntimeOptions& runtime = {}) = 0;
+  virtual void load(std::shared_ptr<const Program> program, BufferAllocator& allocator,
+                    const RuntimeOptions& runtime = {}) = 0;
   virtual const ModelInfo& model() const = 0;
   // Forgets everything fed so far: the next prompt starts at position 0.
   virtual void reset() = 0;
@@ -72,8 +73,8 @@ using IOManagerFactory = std::function<std::unique_ptr<IOManager>()>;
 // An I/O contract the registry knows: how to make its IOManager, and how to check a program
 // against it without loading or allocating anything.
 struct IOContract {
-  std::string name;      // the metadata's io_contract
-  int64_t version = 0;   // the metadata's version
+  std::string name;         // the metadata's io_contract
+  int64_t version = 0;      // the metadata's version
   IOManagerFactory create;  // a new IOManager, not loaded yet
   // Every violation of the contract by the program (empty: the program conforms).
   std::function<std::vector<std::string>(const Program&)> violations;
@@ -89,7 +90,8 @@ class IOManagerRegistry {
   void add(IOContract contract);
   // Creates and loads the IOManager the program's metadata asks for; an unknown pair is an
   // Error listing the supported ones.
-  std::unique_ptr<IOManager> load(std::shared_ptr<const Program> program, BufferAllocator& allocator = HeapAllocator::instance(),
+  std::unique_ptr<IOManager> load(std::shared_ptr<const Program> program,
+                                  BufferAllocator& allocator = HeapAllocator::instance(),
                                   const RuntimeOptions& runtime = {}) const;
   // Every violation of the contract the program's metadata names (an unknown pair is one,
   // listing the supported ones); empty when it conforms. Loads and allocates nothing.

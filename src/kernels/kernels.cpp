@@ -17,9 +17,7 @@ namespace scalar {
 
 void load_row(const void* src, DType type, int64_t n, float* dst) {
   switch (type) {
-    case DType::F32:
-      std::memcpy(dst, src, size_t(n) * sizeof(float));
-      break;
+    case DType::F32: std::memcpy(dst, src, size_t(n) * sizeof(float)); break;
     case DType::F16: {
       const uint16_t* s = static_cast<const uint16_t*>(src);
       for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
@@ -30,8 +28,7 @@ void load_row(const void* src, DType type, int64_t n, float* dst) {
       for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
       break;
     }
-    default:
-      break;
+    default: break;
   }
 }
 
@@ -55,8 +52,8 @@ static inline float dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_type, int64_t out,
-            const void* bias, DType bias_type, float* y) {
+void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_type, int64_t out, const void* bias,
+            DType bias_type, float* y) {
   const size_t w_row_bytes = size_t(in) * dtype_size(w_type);
   parallel_for(out, 16, [&](int64_t begin, int64_t end) {
     std::vector<float> w_row(static_cast<size_t>(in));
@@ -111,15 +108,15 @@ void rope(const float* x, float* y, int64_t rows, int64_t heads, int64_t head_di
   }
 }
 
-void attention(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
-               const void* k_cache, const void* v_cache, DType cache_type, int64_t max_context,
-               const float* mask, float scale, float* out) {
+void attention(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, const void* k_cache,
+               const void* v_cache, DType cache_type, int64_t max_context, const float* mask, float scale, float* out) {
   const int64_t group = n_heads / n_kv_heads;
   const size_t elem = dtype_size(cache_type);
   const uint8_t* kc = static_cast<const uint8_t*>(k_cache);
   const uint8_t* vc = static_cast<const uint8_t*>(v_cache);
   parallel_for(rows * n_heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(static_cast<size_t>(max_context)), row(static_cast<size_t>(head_dim)), acc(static_cast<size_t>(head_dim));
+    std::vector<float> scores(static_cast<size_t>(max_context)), row(static_cast<size_t>(head_dim)),
+        acc(static_cast<size_t>(head_dim));
     for (int64_t task = begin; task < end; ++task) {
       const int64_t r = task / n_heads, h = task % n_heads, g = h / group;
       const float* qr = q + (r * n_heads + h) * head_dim;
@@ -169,8 +166,10 @@ void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* 
   std::vector<float> input;
   if (fusion && (fusion->norm_w || fusion->up)) {
     input.resize(size_t(rows * in));
-    if (fusion->norm_w) rms_norm(x, rows, in, fusion->norm_w, fusion->norm_type, fusion->norm_eps, input.data());
-    else silu_mul(x, fusion->up, rows * in, input.data());
+    if (fusion->norm_w)
+      rms_norm(x, rows, in, fusion->norm_w, fusion->norm_type, fusion->norm_eps, input.data());
+    else
+      silu_mul(x, fusion->up, rows * in, input.data());
     x = input.data();
   }
   for (int i = 0; i < count; ++i) {
@@ -180,10 +179,12 @@ void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* 
 }
 
 // The scalar kernels split a group differently from the SIMD ones: nothing to plan.
-std::vector<PrefetchRange> linear_group_first_reads(int64_t, int64_t, const LinearOutput*, int, int, size_t) { return {}; }
+std::vector<PrefetchRange> linear_group_first_reads(int64_t, int64_t, const LinearOutput*, int, int, size_t) {
+  return {};
+}
 
-const KernelTable table = {load_row, store_row, linear_group, linear_group_first_reads, rms_norm, rope, attention, silu_mul,
-                           add};
+const KernelTable table = {load_row,  store_row, linear_group, linear_group_first_reads, rms_norm, rope,
+                           attention, silu_mul,  add};
 
 }  // namespace scalar
 
@@ -257,8 +258,8 @@ const KernelTable* kernel_table(Isa isa) {
 
 namespace detail {
 
-std::vector<PrefetchRange> matvec_first_reads(int64_t rows, int64_t in, const LinearOutput* outputs, int count, int threads,
-                                              size_t bytes) {
+std::vector<PrefetchRange> matvec_first_reads(int64_t rows, int64_t in, const LinearOutput* outputs, int count,
+                                              int threads, size_t bytes) {
   std::vector<PrefetchRange> first;
   if (rows >= kMatvecMaxRows || threads <= 1) return first;
   const int64_t total = total_items(outputs, count, matvec_features);
@@ -268,7 +269,8 @@ std::vector<PrefetchRange> matvec_first_reads(int64_t rows, int64_t in, const Li
     for_each_part(outputs, count, matvec_features, begin, end, [&](int i, int64_t lo, int64_t hi) {
       if (range.data) return;  // the product holding the stretch's first row
       const size_t row_bytes = size_t(in) * dtype_size(outputs[i].w_type);
-      range = {static_cast<const char*>(outputs[i].w) + size_t(lo) * row_bytes, std::min(bytes, size_t(hi - lo) * row_bytes)};
+      range = {static_cast<const char*>(outputs[i].w) + size_t(lo) * row_bytes,
+               std::min(bytes, size_t(hi - lo) * row_bytes)};
     });
     first.push_back(range);
   }

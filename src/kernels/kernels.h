@@ -38,8 +38,8 @@ struct KernelTable {
   // Scaled dot-product attention of q[rows, n_heads * D] over caches [n_kv_heads, max_context,
   // D] with additive mask[rows, max_context]. A row whose mask is -inf everywhere gets zeros.
   void (*attention)(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
-                    const void* k_cache, const void* v_cache, DType cache_type, int64_t max_context,
-                    const float* mask, float scale, float* out);
+                    const void* k_cache, const void* v_cache, DType cache_type, int64_t max_context, const float* mask,
+                    float scale, float* out);
   // out = silu(gate) * up
   void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
   void (*add)(const float* a, const float* b, int64_t n, float* out);

@@ -21,7 +21,9 @@ struct S {
   static V zero() { return _mm512_setzero_ps(); }
   static V set1(float a) { return _mm512_set1_ps(a); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
-  static V load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static V load_f16(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
   static V load_bf16(const uint16_t* p) {
     __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
@@ -49,7 +51,9 @@ struct S {
   // Every lane of v is c (a NaN lane is not).
   static bool all_equal(V v, float c) { return _mm512_cmp_ps_mask(v, set1(c), _CMP_NEQ_UQ) == 0; }
   // x, with c in the lanes where m is c.
-  static V masked_fill(V x, V m, float c) { return _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(m, set1(c), _CMP_EQ_OQ), m); }
+  static V masked_fill(V x, V m, float c) {
+    return _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(m, set1(c), _CMP_EQ_OQ), m);
+  }
   // out[0..4) = the sums of a, b, c and d.
   static __m256 fold(V v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
   static void reduce_add4(V a, V b, V c, V d, float* out) {

@@ -47,8 +47,8 @@ void for_each_part(const LinearOutput* outputs, int count, Items items, int64_t 
 
 // KernelTable::linear_group_first_reads of the SIMD tables: the start of each thread's stretch
 // of a matrix-vector group's output features.
-std::vector<PrefetchRange> matvec_first_reads(int64_t rows, int64_t in, const LinearOutput* outputs, int count, int threads,
-                                              size_t bytes);
+std::vector<PrefetchRange> matvec_first_reads(int64_t rows, int64_t in, const LinearOutput* outputs, int count,
+                                              int threads, size_t bytes);
 
 // A per-thread, 64-byte aligned scratch buffer that only grows. slot separates buffers that a
 // kernel needs at the same time.

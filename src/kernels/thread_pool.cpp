@@ -18,7 +18,7 @@ namespace hfstatic {
 
 namespace {
 thread_local ThreadPool* current_pool = nullptr;
-thread_local bool inside_job = false;  // set while a thread runs a chunk of a parallel range
+thread_local bool inside_job = false;                       // set while a thread runs a chunk of a parallel range
 thread_local std::span<const PrefetchRange> idle_prefetch;  // ScopedIdlePrefetch's ranges
 
 // How long an idle worker spins before sleeping: long enough to bridge the gap between two
@@ -121,8 +121,10 @@ void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t,
   run_chunks(0);
   prefetch_while(idle_[0], [&] { return pending_.load(std::memory_order_acquire) != 0; });
   for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
-    if (spins < 4096) HFSTATIC_PAUSE();
-    else std::this_thread::yield();  // a worker may be descheduled (more threads than cores)
+    if (spins < 4096)
+      HFSTATIC_PAUSE();
+    else
+      std::this_thread::yield();  // a worker may be descheduled (more threads than cores)
   }
   job_ = nullptr;
 }
@@ -206,7 +208,8 @@ int parallel_threads() { return current_pool && !inside_job ? current_pool->thre
 std::pair<int64_t, int64_t> owned_items(int64_t n, int64_t grain, int threads, int slot) {
   if (n <= 0 || slot < 0 || slot >= std::max(1, threads)) return {0, 0};
   grain = effective_grain(n, grain);
-  if (threads <= 1 || n < 2 * grain) return slot == 0 ? std::pair<int64_t, int64_t>{0, n} : std::pair<int64_t, int64_t>{n, n};
+  if (threads <= 1 || n < 2 * grain)
+    return slot == 0 ? std::pair<int64_t, int64_t>{0, n} : std::pair<int64_t, int64_t>{n, n};
   const int64_t blocks = n / grain;
   const auto [b, e] = stretch(blocks, threads, slot);
   return {b * grain, e == blocks ? n : e * grain};

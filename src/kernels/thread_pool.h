@@ -61,7 +61,7 @@ class ThreadPool {
   int64_t job_n_ = 0;
   int64_t job_grain_ = 1;
   int64_t job_blocks_ = 0;
-  std::unique_ptr<Stretch[]> stretches_;  // one per thread; slot 0 is the calling thread
+  std::unique_ptr<Stretch[]> stretches_;   // one per thread; slot 0 is the calling thread
   std::unique_ptr<PrefetchRange[]> idle_;  // the current job's, one per thread
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};

@@ -48,7 +48,8 @@ double GenerationStats::decode_tokens_per_s() const {
 
 std::unique_ptr<Runner> Runner::load(const std::string& path, const RunnerOptions& options) {
   auto t0 = Clock::now();
-  auto runner = load(Program::load(path, options.runtime.huge_pages ? PagePolicy::HugePages : PagePolicy::Plain), options);
+  auto runner =
+      load(Program::load(path, options.runtime.huge_pages ? PagePolicy::HugePages : PagePolicy::Plain), options);
   runner->load_ms_ = ms_since(t0);
   return runner;
 }
@@ -60,7 +61,8 @@ std::unique_ptr<Runner> Runner::load(std::shared_ptr<const Program> program, con
   std::shared_ptr<const Tokenizer> tokenizer;
   std::string tokenizer_json = program->embedded_file("tokenizer.json");
   if (!tokenizer_json.empty())
-    tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_json(tokenizer_json, program->embedded_file("tokenizer_config.json")));
+    tokenizer = std::make_shared<const Tokenizer>(
+        Tokenizer::from_json(tokenizer_json, program->embedded_file("tokenizer_config.json")));
   auto runner = std::make_unique<Runner>(std::move(io), std::move(tokenizer), options);
   runner->load_ms_ = ms_since(t0);
   return runner;
@@ -97,7 +99,8 @@ int64_t Runner::feed_prompt(std::span<const int64_t> prompt) {
     fail(e.what(), " (context holds ", fed_, " tokens, prompt adds ", to_feed.size(), ")");
   }
   for (const Step& s : steps) {
-    Status st = io_->step(s.kind, s.start_pos, std::span<const int64_t>(to_feed).subspan(s.begin, s.count), pool_.get());
+    Status st =
+        io_->step(s.kind, s.start_pos, std::span<const int64_t>(to_feed).subspan(s.begin, s.count), pool_.get());
     // Nothing past fed_ is visible to later steps, so a failed prompt leaves the context as it was.
     if (!st.ok()) fail(st.message());
   }
@@ -200,7 +203,7 @@ GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const 
 }
 
 GenerationResult Runner::generate(const std::string& prompt, const GenerationConfig& config,
-                                   const std::function<void(const std::string&)>& on_text, bool add_special_tokens) {
+                                  const std::function<void(const std::string&)>& on_text, bool add_special_tokens) {
   if (!tokenizer_) fail("this program has no tokenizer; pass token ids instead of text");
   // Special tokens (bos) belong at the start of a conversation only.
   const bool specials = add_special_tokens && context_.empty();

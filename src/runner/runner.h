@@ -22,14 +22,14 @@ const char* stop_reason_name(StopReason r);  // "eos", "stop_token", "stop_strin
 struct GenerationConfig {
   int64_t max_new_tokens = 128;
   SamplingConfig sampling;
-  std::vector<int64_t> stop_tokens;      // in addition to the model's eos ids
-  std::vector<std::string> stop_strings; // needs a tokenizer
+  std::vector<int64_t> stop_tokens;       // in addition to the model's eos ids
+  std::vector<std::string> stop_strings;  // needs a tokenizer
   bool ignore_eos = false;
 };
 
 struct GenerationStats {
-  double load_ms = 0;        // program load + validation + allocation
-  double ttft_ms = 0;        // generate() call to the first sampled token
+  double load_ms = 0;  // program load + validation + allocation
+  double ttft_ms = 0;  // generate() call to the first sampled token
   double prefill_ms = 0, decode_ms = 0;
   int64_t prompt_tokens = 0;     // tokens fed before the first sample (pending + prompt)
   int64_t generated_tokens = 0;  // sampled tokens
@@ -46,9 +46,9 @@ struct GenerationResult {
 };
 
 struct RunnerOptions {
-  int threads = 0;                      // 0: all hardware threads
+  int threads = 0;                       // 0: all hardware threads
   BufferAllocator* allocator = nullptr;  // the state, the inputs and the arenas; nullptr: the heap
-  RuntimeOptions runtime;               // how the program is mapped and its methods run
+  RuntimeOptions runtime;                // how the program is mapped and its methods run
 };
 
 class Runner {
@@ -71,13 +71,14 @@ class Runner {
   // Text in, text out; on_text receives the decoded text piece by piece (never a partial UTF-8
   // sequence, never a piece of a stop string). Needs a tokenizer.
   GenerationResult generate(const std::string& prompt, const GenerationConfig& config,
-                            const std::function<void(const std::string&)>& on_text = {}, bool add_special_tokens = true);
+                            const std::function<void(const std::string&)>& on_text = {},
+                            bool add_special_tokens = true);
 
-  void reset();              // back to position 0; the IOManager is reset too
-  void rewind(size_t n);     // forget the last n tokens of the context
+  void reset();                                 // back to position 0; the IOManager is reset too
+  void rewind(size_t n);                        // forget the last n tokens of the context
   void stop() { stop_requested_.store(true); }  // thread-safe; ends generation at the next token
 
-  int64_t position() const { return fed_; }                     // tokens the model has seen
+  int64_t position() const { return fed_; }                         // tokens the model has seen
   const std::vector<int64_t>& context() const { return context_; }  // fed tokens + the pending one
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   IOManager& io() { return *io_; }

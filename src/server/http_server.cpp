@@ -96,7 +96,8 @@ bool BoundedHttpServer::next_request_arrives(socket_t sock) const {
 
 // The keep-alive loop of httplib's own implementation, with a deadline per request.
 bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
-  DeadlineStream stream(sock, to_ms(read_timeout_sec_, read_timeout_usec_), to_ms(write_timeout_sec_, write_timeout_usec_));
+  DeadlineStream stream(sock, to_ms(read_timeout_sec_, read_timeout_usec_),
+                        to_ms(write_timeout_sec_, write_timeout_usec_));
   bool ok = false;
   for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
     if (!next_request_arrives(sock)) break;

@@ -34,7 +34,8 @@ double number(const json& body, const char* key, double fallback, double min, do
   if (!v.is_number()) bad_type(key, "a number");
   double x = v.get<double>();
   if (!(x >= min && x <= max))
-    bad(key, "'" + std::string(key) + "' is " + v.dump() + "; it must be between " + json(min).dump() + " and " + json(max).dump());
+    bad(key, "'" + std::string(key) + "' is " + v.dump() + "; it must be between " + json(min).dump() + " and " +
+                 json(max).dump());
   return x;
 }
 
@@ -46,8 +47,8 @@ int64_t integer(const json& body, const char* key, int64_t fallback, int64_t min
     bad(key, "'" + std::string(key) + "' is " + v.dump() + "; it must be at most " + std::to_string(max));
   int64_t x = v.get<int64_t>();
   if (x < min || x > max)
-    bad(key, "'" + std::string(key) + "' is " + std::to_string(x) + "; it must be between " + std::to_string(min) + " and " +
-                 std::to_string(max));
+    bad(key, "'" + std::string(key) + "' is " + std::to_string(x) + "; it must be between " + std::to_string(min) +
+                 " and " + std::to_string(max));
   return x;
 }
 
@@ -67,7 +68,8 @@ std::string message_content(const json& content, const std::string& param) {
     const std::string p = param + "[" + std::to_string(i) + "]";
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
       bad_type(p, "an object with a 'type'");
-    if (part["type"] != "text") bad(p, "only text content parts are supported, not '" + part["type"].get<std::string>() + "'");
+    if (part["type"] != "text")
+      bad(p, "only text content parts are supported, not '" + part["type"].get<std::string>() + "'");
     if (!part.contains("text") || !part["text"].is_string()) bad_type(p + ".text", "a string");
     text += part["text"].get<std::string>();
   }
@@ -75,11 +77,11 @@ std::string message_content(const json& content, const std::string& param) {
 }
 
 const std::set<std::string>& known_keys(Endpoint endpoint) {
-  static const std::set<std::string> common = {
-      "model", "max_tokens", "temperature", "top_p", "seed", "stop", "stream", "stream_options", "n", "user",
-      "presence_penalty", "frequency_penalty", "logit_bias", "logprobs",
-      // extensions (as in other local servers)
-      "top_k", "min_p", "repetition_penalty", "ignore_eos"};
+  static const std::set<std::string> common = {"model", "max_tokens", "temperature", "top_p", "seed", "stop", "stream",
+                                               "stream_options", "n", "user", "presence_penalty", "frequency_penalty",
+                                               "logit_bias", "logprobs",
+                                               // extensions (as in other local servers)
+                                               "top_k", "min_p", "repetition_penalty", "ignore_eos"};
   static const std::set<std::string> completions = [] {
     auto s = common;
     s.insert({"prompt", "echo", "best_of", "suffix"});
@@ -109,7 +111,8 @@ std::vector<ChatMessage> parse_messages(const json& body, const ModelLimits& lim
       bad(p + ".role", "role '" + role + "' is not supported (system, developer, user, assistant)");
     if (!m.contains("content")) bad(p + ".content", "'content' is required", "missing_required_parameter");
     for (const auto& [key, value] : m.items())
-      if (key != "role" && key != "content" && key != "name") bad(p + "." + key, "Unrecognized message field: " + key, "unknown_parameter");
+      if (key != "role" && key != "content" && key != "name")
+        bad(p + "." + key, "Unrecognized message field: " + key, "unknown_parameter");
     messages.push_back({role == "developer" ? "system" : role, message_content(m["content"], p + ".content")});
   }
   if (!limits.has_chat_template)
@@ -156,8 +159,10 @@ std::vector<std::string> parse_stop(const json& body) {
 void refuse_unsupported(const json& body, bool chat) {
   if (integer(body, "n", 1, 1, INT64_MAX) != 1) bad("n", "only n = 1 is supported");
   if (!is_null(body, "user") && !body["user"].is_string()) bad_type("user", "a string");
-  if (number(body, "presence_penalty", 0.0, -2.0, 2.0) != 0.0) bad("presence_penalty", "presence_penalty is not supported");
-  if (number(body, "frequency_penalty", 0.0, -2.0, 2.0) != 0.0) bad("frequency_penalty", "frequency_penalty is not supported");
+  if (number(body, "presence_penalty", 0.0, -2.0, 2.0) != 0.0)
+    bad("presence_penalty", "presence_penalty is not supported");
+  if (number(body, "frequency_penalty", 0.0, -2.0, 2.0) != 0.0)
+    bad("frequency_penalty", "frequency_penalty is not supported");
   if (!is_null(body, "logit_bias")) {
     if (!body["logit_bias"].is_object()) bad_type("logit_bias", "an object");
     if (!body["logit_bias"].empty()) bad("logit_bias", "logit_bias is not supported");
@@ -167,7 +172,8 @@ void refuse_unsupported(const json& body, bool chat) {
     if (integer(body, "top_logprobs", 0, 0, 20) != 0) bad("top_logprobs", "logprobs are not supported");
     if (!is_null(body, "response_format")) {
       const json& f = body["response_format"];
-      if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) bad_type("response_format", "an object with a 'type'");
+      if (!f.is_object() || !f.contains("type") || !f["type"].is_string())
+        bad_type("response_format", "an object with a 'type'");
       if (f["type"] != "text") bad("response_format", "only response_format {\"type\": \"text\"} is supported");
     }
   } else {
@@ -191,7 +197,8 @@ CompletionRequest parse_completion_request(const std::string& body, Endpoint end
     if (j.is_discarded())
       throw ApiError(400, "We could not parse the JSON body of your request: " + why, "", "invalid_json");
   } catch (const Error& e) {
-    throw ApiError(400, std::string("We could not parse the JSON body of your request: ") + e.what(), "", "invalid_json");
+    throw ApiError(400, std::string("We could not parse the JSON body of your request: ") + e.what(), "",
+                   "invalid_json");
   }
   return parse_completion_request(j, endpoint, limits);
 }
@@ -200,7 +207,8 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
   if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object", "", "invalid_json");
   const bool chat = endpoint == Endpoint::ChatCompletions;
   for (const auto& [key, value] : body.items())
-    if (!known_keys(endpoint).count(key)) bad(key, "Unrecognized request argument supplied: " + key, "unknown_parameter");
+    if (!known_keys(endpoint).count(key))
+      bad(key, "Unrecognized request argument supplied: " + key, "unknown_parameter");
 
   CompletionRequest r;
   r.endpoint = endpoint;
@@ -219,7 +227,8 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
   // Generation settings.
   const int64_t default_max = chat ? limits.max_context : 16;
   int64_t max_tokens = integer(body, "max_tokens", default_max, 0, INT64_MAX);
-  if (chat && !is_null(body, "max_completion_tokens")) max_tokens = integer(body, "max_completion_tokens", default_max, 0, INT64_MAX);
+  if (chat && !is_null(body, "max_completion_tokens"))
+    max_tokens = integer(body, "max_completion_tokens", default_max, 0, INT64_MAX);
   if (max_tokens > limits.max_context)
     bad(chat && !is_null(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens",
         "max_tokens is " + std::to_string(max_tokens) + ", more than this model's maximum context length of " +
@@ -248,7 +257,8 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
     if (!so.is_object()) bad_type("stream_options", "an object");
     if (!r.stream) bad("stream_options", "'stream_options' is only allowed with 'stream': true");
     for (const auto& [key, value] : so.items())
-      if (key != "include_usage") bad("stream_options." + key, "Unrecognized stream option: " + key, "unknown_parameter");
+      if (key != "include_usage")
+        bad("stream_options." + key, "Unrecognized stream option: " + key, "unknown_parameter");
     r.include_usage = boolean(so, "include_usage", false);
   }
 
@@ -260,10 +270,8 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
 const char* finish_reason(StopReason reason) {
   switch (reason) {
     case StopReason::Length:
-    case StopReason::ContextFull:
-      return "length";
-    default:
-      return "stop";
+    case StopReason::ContextFull: return "length";
+    default: return "stop";
   }
 }
 
@@ -275,12 +283,14 @@ json usage_json(const Usage& u) {
 
 json completion_response(const std::string& id, int64_t created, const std::string& model, const std::string& text,
                          StopReason reason, const Usage& usage) {
-  return {{"id", id},
-          {"object", "text_completion"},
-          {"created", created},
-          {"model", model},
-          {"choices", json::array({{{"text", text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason(reason)}}})},
-          {"usage", usage_json(usage)}};
+  return {
+      {"id", id},
+      {"object", "text_completion"},
+      {"created", created},
+      {"model", model},
+      {"choices",
+       json::array({{{"text", text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason(reason)}}})},
+      {"usage", usage_json(usage)}};
 }
 
 json chat_response(const std::string& id, int64_t created, const std::string& model, const std::string& text,
@@ -300,7 +310,11 @@ json completion_chunk(const std::string& id, int64_t created, const std::string&
                       std::optional<StopReason> finish) {
   json choice = {{"text", text}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
   if (finish) choice["finish_reason"] = finish_reason(*finish);
-  return {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model}, {"choices", json::array({choice})}};
+  return {{"id", id},
+          {"object", "text_completion"},
+          {"created", created},
+          {"model", model},
+          {"choices", json::array({choice})}};
 }
 
 json chat_chunk(const std::string& id, int64_t created, const std::string& model, const std::string& text,
@@ -313,7 +327,11 @@ json chat_chunk(const std::string& id, int64_t created, const std::string& model
   }
   json choice = {{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
   if (finish) choice["finish_reason"] = finish_reason(*finish);
-  return {{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model}, {"choices", json::array({choice})}};
+  return {{"id", id},
+          {"object", "chat.completion.chunk"},
+          {"created", created},
+          {"model", model},
+          {"choices", json::array({choice})}};
 }
 
 json usage_chunk(const std::string& id, int64_t created, const std::string& model, bool chat, const Usage& usage) {

@@ -23,7 +23,11 @@ struct ApiError : std::exception {
   std::string code;   // empty: null
   ApiError(int status, std::string message, std::string param = {}, std::string code = {},
            std::string type = "invalid_request_error")
-      : status(status), message(std::move(message)), type(std::move(type)), param(std::move(param)), code(std::move(code)) {}
+      : status(status),
+        message(std::move(message)),
+        type(std::move(type)),
+        param(std::move(param)),
+        code(std::move(code)) {}
   const char* what() const noexcept override { return message.c_str(); }
 };
 nlohmann::json error_body(const ApiError& e);
@@ -62,19 +66,20 @@ struct Usage {
 nlohmann::json usage_json(const Usage& u);
 
 // Whole responses (stream: false).
-nlohmann::json completion_response(const std::string& id, int64_t created, const std::string& model, const std::string& text,
-                                   StopReason reason, const Usage& usage);
+nlohmann::json completion_response(const std::string& id, int64_t created, const std::string& model,
+                                   const std::string& text, StopReason reason, const Usage& usage);
 nlohmann::json chat_response(const std::string& id, int64_t created, const std::string& model, const std::string& text,
                              StopReason reason, const Usage& usage);
 
 // Stream chunks. finish: nullopt for content chunks, the reason for the last one.
-nlohmann::json completion_chunk(const std::string& id, int64_t created, const std::string& model, const std::string& text,
-                                std::optional<StopReason> finish);
+nlohmann::json completion_chunk(const std::string& id, int64_t created, const std::string& model,
+                                const std::string& text, std::optional<StopReason> finish);
 // role_only: the opening chunk (delta {"role": "assistant", "content": ""}).
 nlohmann::json chat_chunk(const std::string& id, int64_t created, const std::string& model, const std::string& text,
                           std::optional<StopReason> finish, bool role_only = false);
 // The usage chunk sent before [DONE] when stream_options.include_usage is set (choices: []).
-nlohmann::json usage_chunk(const std::string& id, int64_t created, const std::string& model, bool chat, const Usage& usage);
+nlohmann::json usage_chunk(const std::string& id, int64_t created, const std::string& model, bool chat,
+                           const Usage& usage);
 
 // JSON text that never throws: invalid UTF-8 is replaced with U+FFFD.
 std::string dump(const nlohmann::json& j);

@@ -107,9 +107,7 @@ Server::Server(std::shared_ptr<const Program> program, ServerOptions options) : 
   s.routes();
 }
 
-Server::~Server() {
-  stop();
-}
+Server::~Server() { stop(); }
 
 const ServerOptions& Server::options() const { return impl_->options; }
 size_t Server::slots_busy() const { return impl_->pool->busy(); }
@@ -169,13 +167,15 @@ void Server::Impl::routes() {
     // with a Content-Length and unencoded: a chunked body or a compressed one would be read or
     // expanded whole first, so neither is accepted.
     if (req.has_header("Transfer-Encoding") && req.get_header_value("Transfer-Encoding") != "identity") {
-      send_error(res, ApiError(411, "Chunked request bodies are not accepted: send the body with a Content-Length",
-                               "", "length_required"));
+      send_error(res, ApiError(411, "Chunked request bodies are not accepted: send the body with a Content-Length", "",
+                               "length_required"));
       return httplib::Server::HandlerResponse::Handled;
     }
     if (req.has_header("Content-Encoding") && req.get_header_value("Content-Encoding") != "identity") {
-      send_error(res, ApiError(415, "Content-Encoding '" + req.get_header_value("Content-Encoding").substr(0, 32) +
-                                        "' is not accepted: send the body uncompressed", "", "unsupported_encoding"));
+      send_error(res, ApiError(415,
+                               "Content-Encoding '" + req.get_header_value("Content-Encoding").substr(0, 32) +
+                                   "' is not accepted: send the body uncompressed",
+                               "", "unsupported_encoding"));
       return httplib::Server::HandlerResponse::Handled;
     }
     if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
@@ -196,8 +196,14 @@ void Server::Impl::routes() {
     std::string message;
     std::string code;
     switch (res.status) {
-      case 404: message = "Unknown request URL: " + req.method + " " + req.path; code = "not_found"; break;
-      case 413: message = "The request body is too large"; code = "request_too_large"; break;
+      case 404:
+        message = "Unknown request URL: " + req.method + " " + req.path;
+        code = "not_found";
+        break;
+      case 413:
+        message = "The request body is too large";
+        code = "request_too_large";
+        break;
       case 400: message = "The request could not be read"; break;
       default: message = "HTTP error " + std::to_string(res.status);
     }
@@ -211,8 +217,7 @@ void Server::Impl::routes() {
       if (ep) std::rethrow_exception(ep);
     } catch (const std::exception& e) {
       message = e.what();
-    } catch (...) {
-    }
+    } catch (...) {}
     send_error(res, ApiError(500, message, "", "internal_error", "server_error"));
   });
 
@@ -236,9 +241,8 @@ void Server::Impl::routes() {
                                       {"max_context", limits.max_context}}})}});
   });
 
-  http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    generate(req, res, Endpoint::Completions);
-  });
+  http.Post("/v1/completions",
+            [this](const httplib::Request& req, httplib::Response& res) { generate(req, res, Endpoint::Completions); });
   http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     generate(req, res, Endpoint::ChatCompletions);
   });
@@ -311,8 +315,9 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
       }
       lease.release();
       const Usage usage{g.stats.prompt_tokens, g.stats.generated_tokens};
-      send_json(res, 200, chat ? chat_response(id, created, model, g.text, g.stop_reason, usage)
-                               : completion_response(id, created, model, g.text, g.stop_reason, usage));
+      send_json(res, 200,
+                chat ? chat_response(id, created, model, g.text, g.stop_reason, usage)
+                     : completion_response(id, created, model, g.text, g.stop_reason, usage));
       return;
     }
 
@@ -357,7 +362,8 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
       send(sse_event(chat ? chat_chunk(job->id, job->created, model, "", g.stop_reason)
                           : completion_chunk(job->id, job->created, model, "", g.stop_reason)));
       if (job->request.include_usage)
-        send(sse_event(usage_chunk(job->id, job->created, model, chat, {g.stats.prompt_tokens, g.stats.generated_tokens})));
+        send(sse_event(
+            usage_chunk(job->id, job->created, model, chat, {g.stats.prompt_tokens, g.stats.generated_tokens})));
       send(sse_done());
       if (alive) sink.done();
       return alive;

@@ -14,19 +14,19 @@ namespace hfstatic::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;                  // 0: any free port (see bind())
-  int slots = 1;                    // concurrent generations, one Runner each
-  int queue = -1;                   // requests waiting for a slot; -1: 2 * slots
-  std::string api_key;              // non-empty: /v1/* require "Authorization: Bearer <api_key>"
-  int threads = 0;                  // compute threads per slot; 0: hardware threads / slots (at least 1)
-  size_t max_body_bytes = 1 << 20;  // larger request bodies get 413
+  int port = 8080;                      // 0: any free port (see bind())
+  int slots = 1;                        // concurrent generations, one Runner each
+  int queue = -1;                       // requests waiting for a slot; -1: 2 * slots
+  std::string api_key;                  // non-empty: /v1/* require "Authorization: Bearer <api_key>"
+  int threads = 0;                      // compute threads per slot; 0: hardware threads / slots (at least 1)
+  size_t max_body_bytes = 1 << 20;      // larger request bodies get 413
   std::string model_name = "hfstatic";  // the id of /v1/models and of every response
-  int read_timeout_s = 10;          // how long a client may take to send a whole request
-  int write_timeout_s = 10;         // how long a client may take to read a piece of the response
+  int read_timeout_s = 10;              // how long a client may take to send a whole request
+  int write_timeout_s = 10;             // how long a client may take to read a piece of the response
   // Minimum time between two generated tokens of a request (0: none). Paces generation for
   // demonstrations and for tests that need a request to hold its slot for a while.
   std::chrono::milliseconds token_interval{0};
-  RuntimeOptions runtime;           // how the slots' runners run the program
+  RuntimeOptions runtime;  // how the slots' runners run the program
 };
 
 class Server {

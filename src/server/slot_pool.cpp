@@ -52,7 +52,8 @@ SlotLease SlotPool::acquire(Outcome* outcome, std::chrono::milliseconds max_wait
   const uint64_t ticket = next_ticket_++;
   queue_.push_back(ticket);
   const auto deadline = std::chrono::steady_clock::now() + max_wait;
-  const bool ready = cv_.wait_until(lock, deadline, [&] { return shut_down_ || (!free_.empty() && queue_.front() == ticket); });
+  const bool ready =
+      cv_.wait_until(lock, deadline, [&] { return shut_down_ || (!free_.empty() && queue_.front() == ticket); });
   queue_.erase(std::find(queue_.begin(), queue_.end(), ticket));
   if (!ready || shut_down_) {
     cv_.notify_all();  // the next in line may be able to go now

@@ -59,8 +59,8 @@ class SlotPool {
   const size_t slots_, max_queue_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  std::vector<size_t> free_;     // free slot indices (lowest last, so that slot 0 is used first)
-  std::deque<uint64_t> queue_;   // tickets of waiting requests, oldest first
+  std::vector<size_t> free_;    // free slot indices (lowest last, so that slot 0 is used first)
+  std::deque<uint64_t> queue_;  // tickets of waiting requests, oldest first
   uint64_t next_ticket_ = 0;
   bool shut_down_ = false;
 };

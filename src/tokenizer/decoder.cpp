@@ -15,7 +15,8 @@ Decoder parse_decoder(const json& j, const std::string& where) {
     d.type = DecoderType::kSequence;
     const json& list = require(j, "decoders", where);
     if (!list.is_array()) fail(where, ".decoders: expected an array");
-    for (size_t i = 0; i < list.size(); ++i) d.children.push_back(parse_decoder(list[i], cat(where, ".decoders[", i, "]")));
+    for (size_t i = 0; i < list.size(); ++i)
+      d.children.push_back(parse_decoder(list[i], cat(where, ".decoders[", i, "]")));
   } else if (type == "ByteLevel") {
     d.type = DecoderType::kByteLevel;
   } else if (type == "Replace") {
@@ -47,7 +48,7 @@ Decoder parse_decoder(const json& j, const std::string& where) {
 
 std::string clean_up_tokenization(std::string s) {
   static const std::pair<std::string_view, std::string_view> kRules[] = {
-      {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+      {" .", "."},     {" ?", "?"},   {" !", "!"},   {" ,", ","},     {" ' ", "'"},
       {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
   for (const auto& [from, to] : kRules) replace_all(s, from, to);
   return s;
@@ -132,7 +133,8 @@ void apply_decoder(const Decoder& d, std::vector<std::string>& tokens) {
     case DecoderType::kStrip:
       for (auto& t : tokens) {
         size_t b = 0, e = t.size();
-        for (size_t i = 0; i < d.start && e - b >= d.content.size() && t.compare(b, d.content.size(), d.content) == 0; ++i)
+        for (size_t i = 0; i < d.start && e - b >= d.content.size() && t.compare(b, d.content.size(), d.content) == 0;
+             ++i)
           b += d.content.size();
         for (size_t i = 0; i < d.stop && e - b >= d.content.size() &&
                            t.compare(e - d.content.size(), d.content.size(), d.content) == 0;

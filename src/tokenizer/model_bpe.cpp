@@ -25,7 +25,8 @@ void MergeTable::insert(int32_t a, int32_t b, int32_t rank, int32_t merged) {
     std::vector<Slot> old = std::move(slots_);
     reserve(std::max<size_t>(count_ + 1, old.size()));
     for (const Slot& s : old)
-      if (s.key != kEmpty) insert(static_cast<int32_t>(s.key >> 32), static_cast<int32_t>(s.key & 0xffffffffu), s.rank, s.merged);
+      if (s.key != kEmpty)
+        insert(static_cast<int32_t>(s.key >> 32), static_cast<int32_t>(s.key & 0xffffffffu), s.rank, s.merged);
   }
   const uint64_t key = pack(a, b);
   for (size_t i = hash(key) & mask_;; i = (i + 1) & mask_) {
@@ -48,9 +49,11 @@ int32_t bpe_vocab_max_id(const json& model, int64_t id_limit) {
   if (!vocab.is_object()) fail("tokenizer.json: model.vocab: expected an object of token -> id");
   int32_t max_id = -1;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    if (!it.value().is_number_integer()) fail("tokenizer.json: model.vocab[\"", it.key(), "\"]: expected an integer id");
+    if (!it.value().is_number_integer())
+      fail("tokenizer.json: model.vocab[\"", it.key(), "\"]: expected an integer id");
     const int64_t id = it.value().get<int64_t>();
-    if (id < 0 || id >= id_limit) fail("tokenizer.json: model.vocab[\"", it.key(), "\"]: ", token_id_range_error(id, id_limit));
+    if (id < 0 || id >= id_limit)
+      fail("tokenizer.json: model.vocab[\"", it.key(), "\"]: ", token_id_range_error(id, id_limit));
     max_id = std::max(max_id, static_cast<int32_t>(id));
   }
   return max_id;
@@ -81,7 +84,8 @@ void parse_merges(Tokenizer::Impl& t, const json& merges) {
     auto ia = t.vocab.find(a), ib = t.vocab.find(b), im = t.vocab.find(a + b);
     if (ia == t.vocab.end()) fail("tokenizer.json: model.merges[", i, "]: token \"", a, "\" is not in the vocabulary");
     if (ib == t.vocab.end()) fail("tokenizer.json: model.merges[", i, "]: token \"", b, "\" is not in the vocabulary");
-    if (im == t.vocab.end()) fail("tokenizer.json: model.merges[", i, "]: merged token \"", a + b, "\" is not in the vocabulary");
+    if (im == t.vocab.end())
+      fail("tokenizer.json: model.merges[", i, "]: merged token \"", a + b, "\" is not in the vocabulary");
     t.merges.insert(ia->second, ib->second, static_cast<int32_t>(i), im->second);
   }
 }
@@ -99,7 +103,8 @@ void parse_bpe_model(Tokenizer::Impl& t, const json& model, size_t added_count) 
   if (model.contains("merges")) parse_merges(t, model["merges"]);
   if (model.contains("unk_token") && model["unk_token"].is_string()) {
     auto it = t.vocab.find(model["unk_token"].get<std::string>());
-    if (it == t.vocab.end()) fail("tokenizer.json: model.unk_token \"", model["unk_token"].get<std::string>(), "\" is not in the vocabulary");
+    if (it == t.vocab.end())
+      fail("tokenizer.json: model.unk_token \"", model["unk_token"].get<std::string>(), "\" is not in the vocabulary");
     t.unk_id = it->second;
   }
   t.fuse_unk = get_bool(model, "fuse_unk", false);
@@ -186,7 +191,8 @@ void Tokenizer::Impl::merge_symbols(std::vector<int32_t>& syms) const {
     push(static_cast<int32_t>(i));
   }
   size_t w = 0;
-  for (int32_t k = 0; k >= 0 && static_cast<size_t>(k) < n; k = next[static_cast<size_t>(k)]) syms[w++] = syms[static_cast<size_t>(k)];
+  for (int32_t k = 0; k >= 0 && static_cast<size_t>(k) < n; k = next[static_cast<size_t>(k)])
+    syms[w++] = syms[static_cast<size_t>(k)];
   syms.resize(w);
 }
 
@@ -239,8 +245,9 @@ void Tokenizer::Impl::bpe_word(std::string_view word, std::vector<int32_t>& out)
       if (it != vocab.end()) {
         syms.push_back(it->second);
         last_unk = false;
-      } else if (byte_fallback && has_byte_fallback_ids &&
-                 std::all_of(p, p + len, [&](char b) { return byte_fallback_ids[static_cast<unsigned char>(b)] >= 0; })) {
+      } else if (byte_fallback && has_byte_fallback_ids && std::all_of(p, p + len, [&](char b) {
+                   return byte_fallback_ids[static_cast<unsigned char>(b)] >= 0;
+                 })) {
         for (size_t k = 0; k < len; ++k) syms.push_back(byte_fallback_ids[static_cast<unsigned char>(p[k])]);
         last_unk = false;
       } else if (unk_id) {
@@ -254,7 +261,8 @@ void Tokenizer::Impl::bpe_word(std::string_view word, std::vector<int32_t>& out)
     if (syms.size() > 1) merge_symbols(syms);
   }
   out.insert(out.end(), syms.begin(), syms.end());
-  if (word.size() > kMaxCachedWordBytes) return;  // long words (e.g. whole SentencePiece sections) are not worth caching
+  if (word.size() > kMaxCachedWordBytes)
+    return;  // long words (e.g. whole SentencePiece sections) are not worth caching
   std::lock_guard<std::mutex> lock(cache_mutex);
   if (cache.size() >= kMaxCachedWords) cache.clear();
   cache.emplace(std::string(word), syms);

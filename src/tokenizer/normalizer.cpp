@@ -14,7 +14,8 @@ Normalizer parse_normalizer(const json& j, const std::string& where) {
     n.type = NormalizerType::kSequence;
     const json& list = require(j, "normalizers", where);
     if (!list.is_array()) fail(where, ".normalizers: expected an array");
-    for (size_t i = 0; i < list.size(); ++i) n.children.push_back(parse_normalizer(list[i], cat(where, ".normalizers[", i, "]")));
+    for (size_t i = 0; i < list.size(); ++i)
+      n.children.push_back(parse_normalizer(list[i], cat(where, ".normalizers[", i, "]")));
   } else if (type == "NFC") {
     n.type = NormalizerType::kNfc;
   } else if (type == "NFD") {
@@ -52,15 +53,9 @@ void apply_normalizer(const Normalizer& n, std::string& s) {
     case NormalizerType::kSequence:
       for (const auto& c : n.children) apply_normalizer(c, s);
       break;
-    case NormalizerType::kNfc:
-      s = unicode::nfc(s);
-      break;
-    case NormalizerType::kNfd:
-      s = nfd(s);
-      break;
-    case NormalizerType::kReplace:
-      replace_all(s, n.pattern, n.content);
-      break;
+    case NormalizerType::kNfc: s = unicode::nfc(s); break;
+    case NormalizerType::kNfd: s = nfd(s); break;
+    case NormalizerType::kReplace: replace_all(s, n.pattern, n.content); break;
     case NormalizerType::kPrepend:
       if (!s.empty()) s.insert(0, n.content);
       break;

@@ -55,12 +55,18 @@ PreTokenizer parse_pre_tokenizer(const json& j, const std::string& where) {
       p.literal = pattern;
     }
     const std::string behavior = get_string(j, "behavior", where);
-    if (behavior == "Removed") p.behavior = SplitBehavior::kRemoved;
-    else if (behavior == "Isolated") p.behavior = SplitBehavior::kIsolated;
-    else if (behavior == "MergedWithPrevious") p.behavior = SplitBehavior::kMergedWithPrevious;
-    else if (behavior == "MergedWithNext") p.behavior = SplitBehavior::kMergedWithNext;
-    else if (behavior == "Contiguous") p.behavior = SplitBehavior::kContiguous;
-    else fail(where, ".behavior: unknown split behavior \"", behavior, "\"");
+    if (behavior == "Removed")
+      p.behavior = SplitBehavior::kRemoved;
+    else if (behavior == "Isolated")
+      p.behavior = SplitBehavior::kIsolated;
+    else if (behavior == "MergedWithPrevious")
+      p.behavior = SplitBehavior::kMergedWithPrevious;
+    else if (behavior == "MergedWithNext")
+      p.behavior = SplitBehavior::kMergedWithNext;
+    else if (behavior == "Contiguous")
+      p.behavior = SplitBehavior::kContiguous;
+    else
+      fail(where, ".behavior: unknown split behavior \"", behavior, "\"");
     p.invert = get_bool(j, "invert", false);
   } else if (type == "Metaspace") {
     p.type = PreTokenizerType::kMetaspace;
@@ -87,7 +93,8 @@ void split_pieces(const PreTokenizer& p, Pieces& in, Pieces& out) {
     if (p.regex) {
       find_pattern_matches(*p.regex, piece, matches, p.js_space);
     } else {
-      for (size_t pos = 0, hit; (hit = piece.find(p.literal, pos)) != std::string_view::npos; pos = hit + p.literal.size())
+      for (size_t pos = 0, hit; (hit = piece.find(p.literal, pos)) != std::string_view::npos;
+           pos = hit + p.literal.size())
         matches.emplace_back(hit, hit + p.literal.size());
     }
     segs.clear();
@@ -110,8 +117,10 @@ void split_pieces(const PreTokenizer& p, Pieces& in, Pieces& out) {
       case SplitBehavior::kMergedWithPrevious: {
         bool prev_open = false;
         for (const auto& s : segs) {
-          if (s.second && prev_open) out.ranges.back().second = s.first.second;
-          else out.ranges.push_back(s.first);
+          if (s.second && prev_open)
+            out.ranges.back().second = s.first.second;
+          else
+            out.ranges.push_back(s.first);
           prev_open = !s.second;
         }
         break;
@@ -119,8 +128,10 @@ void split_pieces(const PreTokenizer& p, Pieces& in, Pieces& out) {
       case SplitBehavior::kMergedWithNext: {
         bool pending = false;
         for (const auto& s : segs) {
-          if (pending) out.ranges.back().second = s.first.second;
-          else out.ranges.push_back(s.first);
+          if (pending)
+            out.ranges.back().second = s.first.second;
+          else
+            out.ranges.push_back(s.first);
           pending = s.second;
         }
         break;
@@ -128,8 +139,10 @@ void split_pieces(const PreTokenizer& p, Pieces& in, Pieces& out) {
       case SplitBehavior::kContiguous: {
         bool prev_delim = false;
         for (const auto& s : segs) {
-          if (s.second && prev_delim) out.ranges.back().second = s.first.second;
-          else out.ranges.push_back(s.first);
+          if (s.second && prev_delim)
+            out.ranges.back().second = s.first.second;
+          else
+            out.ranges.push_back(s.first);
           prev_delim = s.second;
         }
         break;
@@ -195,7 +208,8 @@ void metaspace_pieces(const PreTokenizer& p, bool first_section, Pieces& in, Pie
     }
     // MergedWithNext on the replacement character.
     size_t start = 0;
-    for (size_t pos = 0, hit; (hit = s.find(p.replacement, pos)) != std::string::npos; pos = hit + p.replacement.size()) {
+    for (size_t pos = 0, hit; (hit = s.find(p.replacement, pos)) != std::string::npos;
+         pos = hit + p.replacement.size()) {
       if (hit > start) {
         out.ranges.emplace_back(base + start, base + hit);
         start = hit;
@@ -219,15 +233,9 @@ void apply_pre_tokenizer(const PreTokenizer& p, bool first_section, Pieces& in, 
       if (a != &out) std::swap(out, *a);
       break;
     }
-    case PreTokenizerType::kSplit:
-      split_pieces(p, in, out);
-      break;
-    case PreTokenizerType::kByteLevel:
-      byte_level_pieces(p, in, out);
-      break;
-    case PreTokenizerType::kMetaspace:
-      metaspace_pieces(p, first_section, in, out);
-      break;
+    case PreTokenizerType::kSplit: split_pieces(p, in, out); break;
+    case PreTokenizerType::kByteLevel: byte_level_pieces(p, in, out); break;
+    case PreTokenizerType::kMetaspace: metaspace_pieces(p, first_section, in, out); break;
   }
 }
 

@@ -62,7 +62,7 @@ struct Text {
     n = cp.size();
   }
   bool is(size_t i, uint8_t f) const { return i < n && (cls[i] & f); }
-  bool other(size_t i) const { return i < n && !(cls[i] & (kL | kN | kS)); }  // [^\s\p{L}\p{N}]
+  bool other(size_t i) const { return i < n && !(cls[i] & (kL | kN | kS)); }    // [^\s\p{L}\p{N}]
   bool prefix(size_t i) const { return i < n && !(cls[i] & (kL | kN | kNl)); }  // [^\r\n\p{L}\p{N}]
   size_t run(size_t i, uint8_t f) const {
     while (i < n && (cls[i] & f)) ++i;
@@ -183,8 +183,7 @@ size_t match_nemo(const Text& t, size_t i) {
   return whitespace(t, i);
 }
 
-constexpr std::string_view kGpt2 =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+constexpr std::string_view kGpt2 = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kLlama3 =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kQwen2 =
@@ -208,8 +207,8 @@ std::optional<SplitPattern> recognize_split_regex(std::string_view regex) {
   return std::nullopt;
 }
 
-void find_pattern_matches(SplitPattern pattern, std::string_view text,
-                          std::vector<std::pair<size_t, size_t>>& matches, bool js_space) {
+void find_pattern_matches(SplitPattern pattern, std::string_view text, std::vector<std::pair<size_t, size_t>>& matches,
+                          bool js_space) {
   thread_local Text t;
   t.load(text, js_space);
   size_t i = 0;

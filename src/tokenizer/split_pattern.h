@@ -27,7 +27,7 @@ const char* gpt2_regex();
 // Appends the byte ranges [begin, end) of every match in `text` (valid UTF-8), in order.
 // \s is Oniguruma's (Unicode White_Space); js_space selects JavaScript's \s (no U+0085, adds
 // U+FEFF), which is what the reference uses for ByteLevel's built-in GPT-2 pattern.
-void find_pattern_matches(SplitPattern pattern, std::string_view text,
-                          std::vector<std::pair<size_t, size_t>>& matches, bool js_space = false);
+void find_pattern_matches(SplitPattern pattern, std::string_view text, std::vector<std::pair<size_t, size_t>>& matches,
+                          bool js_space = false);
 
 }  // namespace hfstatic::tokenizer

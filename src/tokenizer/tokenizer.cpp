@@ -328,7 +328,8 @@ std::string Tokenizer::Impl::decode(const std::vector<int32_t>& ids, bool skip_s
   tokens.reserve(ids.size());
   for (size_t k = 0; k < ids.size(); ++k) {
     const int32_t id = ids[k];
-    if (id < 0 || static_cast<size_t>(id) >= id_to_token.size()) fail("decode: token id ", id, " at index ", k, " is out of range [0, ", id_to_token.size(), ")");
+    if (id < 0 || static_cast<size_t>(id) >= id_to_token.size())
+      fail("decode: token id ", id, " at index ", k, " is out of range [0, ", id_to_token.size(), ")");
     if (skip_special && added_kind[static_cast<size_t>(id)] == 2) continue;
     tokens.push_back(id_to_token[static_cast<size_t>(id)]);
   }
@@ -352,7 +353,8 @@ Tokenizer Tokenizer::from_json(const std::string& tokenizer_json, const std::str
   Impl& t = *impl;
 
   const json& model = require(root, "model", "tokenizer.json");
-  const json added_json = root.contains("added_tokens") && root["added_tokens"].is_array() ? root["added_tokens"] : json::array();
+  const json added_json =
+      root.contains("added_tokens") && root["added_tokens"].is_array() ? root["added_tokens"] : json::array();
   const size_t vocab_entries = model.contains("vocab") && model["vocab"].is_object() ? model["vocab"].size() : 0;
   const int64_t id_limit = token_id_limit(vocab_entries + added_json.size());
   const int32_t vocab_max_id = bpe_vocab_max_id(model, id_limit);
@@ -363,7 +365,8 @@ Tokenizer Tokenizer::from_json(const std::string& tokenizer_json, const std::str
   parse_added_tokens(t, added_json);
   const bool has_post = parse_components(t, root);
 
-  const json config = tokenizer_config_json.empty() ? json::object() : parse_json_text(tokenizer_config_json, "tokenizer_config.json");
+  const json config =
+      tokenizer_config_json.empty() ? json::object() : parse_json_text(tokenizer_config_json, "tokenizer_config.json");
   parse_config(t, config);
   if (!has_post) config_post_processor(t, config);
   return Tokenizer(std::move(impl));
@@ -390,7 +393,8 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 bool Tokenizer::is_special(int32_t id) const {
-  return id >= 0 && static_cast<size_t>(id) < impl_->added_kind.size() && impl_->added_kind[static_cast<size_t>(id)] == 2;
+  return id >= 0 && static_cast<size_t>(id) < impl_->added_kind.size() &&
+         impl_->added_kind[static_cast<size_t>(id)] == 2;
 }
 
 std::optional<int32_t> Tokenizer::token_id(std::string_view token) const { return lookup_token(*impl_, token); }
@@ -432,7 +436,8 @@ std::string StreamDecoder::flush() {
   std::string out;
   if (!ids_.empty()) {
     std::string text = tokenizer_->decode(ids_, skip_special_);
-    if (text.size() > prefix_.size() && text.compare(0, prefix_.size(), prefix_) == 0) out = text.substr(prefix_.size());
+    if (text.size() > prefix_.size() && text.compare(0, prefix_.size(), prefix_) == 0)
+      out = text.substr(prefix_.size());
   }
   ids_.clear();
   prefix_.clear();

@@ -132,7 +132,7 @@ struct AddedToken {
 struct AddedTrie {
   struct Node {
     std::vector<std::pair<unsigned char, int32_t>> next;  // sorted by byte
-    int32_t token = -1;                                     // index into added tokens
+    int32_t token = -1;                                   // index into added tokens
   };
   std::vector<Node> nodes{Node{}};
   bool first_byte[256] = {};

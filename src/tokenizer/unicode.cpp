@@ -13,15 +13,15 @@ constexpr int kLCount = 19, kVCount = 21, kTCount = 28, kNCount = kVCount * kTCo
 int combining_class(char32_t cp) {
   if (cp < 0x300) return 0;
   const auto* end = kCombiningClass + std::size(kCombiningClass);
-  const auto* it = std::lower_bound(kCombiningClass, end, cp,
-                                    [](const uint32_t(&e)[2], char32_t v) { return e[0] < v; });
+  const auto* it =
+      std::lower_bound(kCombiningClass, end, cp, [](const uint32_t(&e)[2], char32_t v) { return e[0] < v; });
   return (it != end && (*it)[0] == cp) ? static_cast<int>((*it)[1]) : 0;
 }
 
 const uint32_t* find_decomposition(char32_t cp) {
   const auto* end = kDecomposition + std::size(kDecomposition);
-  const auto* it = std::lower_bound(kDecomposition, end, cp,
-                                    [](const uint32_t(&e)[3], char32_t v) { return e[0] < v; });
+  const auto* it =
+      std::lower_bound(kDecomposition, end, cp, [](const uint32_t(&e)[3], char32_t v) { return e[0] < v; });
   return (it != end && (*it)[0] == cp) ? *it : nullptr;
 }
 
@@ -57,8 +57,8 @@ void decompose(char32_t cp, std::vector<char32_t>& out) {
 bool nfc_may_change(char32_t cp) {
   if (cp < 0x300) return false;
   const auto* end = kNfcCheckRanges + std::size(kNfcCheckRanges);
-  const auto* it = std::upper_bound(kNfcCheckRanges, end, cp,
-                                    [](char32_t v, const uint32_t(&e)[2]) { return v < e[0]; });
+  const auto* it =
+      std::upper_bound(kNfcCheckRanges, end, cp, [](char32_t v, const uint32_t(&e)[2]) { return v < e[0]; });
   if (it == kNfcCheckRanges) return false;
   --it;
   return cp >= (*it)[0] && cp <= (*it)[1];
@@ -76,10 +76,15 @@ Category category(char32_t cp) {
 bool is_whitespace(char32_t cp) {
   if (cp < 0x80) return cp == ' ' || (cp >= 0x09 && cp <= 0x0D);
   switch (cp) {
-    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
-      return true;
-    default:
-      return cp >= 0x2000 && cp <= 0x200A;
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000: return true;
+    default: return cp >= 0x2000 && cp <= 0x200A;
   }
 }
 
@@ -107,18 +112,34 @@ static size_t maximal_subpart(std::string_view s, size_t i, bool& complete) {
   const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   const unsigned char b0 = b(i);
   complete = false;
-  if (b0 < 0x80) { complete = true; return 1; }
+  if (b0 < 0x80) {
+    complete = true;
+    return 1;
+  }
   size_t need;
   unsigned char lo = 0x80, hi = 0xBF;
-  if (b0 >= 0xC2 && b0 <= 0xDF) need = 1;
-  else if (b0 == 0xE0) { need = 2; lo = 0xA0; }
-  else if (b0 >= 0xE1 && b0 <= 0xEC) need = 2;
-  else if (b0 == 0xED) { need = 2; hi = 0x9F; }
-  else if (b0 >= 0xEE && b0 <= 0xEF) need = 2;
-  else if (b0 == 0xF0) { need = 3; lo = 0x90; }
-  else if (b0 >= 0xF1 && b0 <= 0xF3) need = 3;
-  else if (b0 == 0xF4) { need = 3; hi = 0x8F; }
-  else return 1;
+  if (b0 >= 0xC2 && b0 <= 0xDF)
+    need = 1;
+  else if (b0 == 0xE0) {
+    need = 2;
+    lo = 0xA0;
+  } else if (b0 >= 0xE1 && b0 <= 0xEC)
+    need = 2;
+  else if (b0 == 0xED) {
+    need = 2;
+    hi = 0x9F;
+  } else if (b0 >= 0xEE && b0 <= 0xEF)
+    need = 2;
+  else if (b0 == 0xF0) {
+    need = 3;
+    lo = 0x90;
+  } else if (b0 >= 0xF1 && b0 <= 0xF3)
+    need = 3;
+  else if (b0 == 0xF4) {
+    need = 3;
+    hi = 0x8F;
+  } else
+    return 1;
   size_t k = 1;
   for (; k <= need; ++k) {
     if (i + k >= s.size()) return k;
@@ -139,7 +160,10 @@ size_t valid_sequence_length(std::string_view s, size_t i) {
 bool is_valid_utf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
-    if (static_cast<unsigned char>(s[i]) < 0x80) { ++i; continue; }
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
     const size_t n = valid_sequence_length(s, i);
     if (n == 0) return false;
     i += n;
@@ -155,8 +179,10 @@ std::string to_valid_utf8(std::string_view s) {
   while (i < s.size()) {
     bool complete;
     const size_t n = maximal_subpart(s, i, complete);
-    if (complete) out.append(s.substr(i, n));
-    else out.append("\xEF\xBF\xBD");
+    if (complete)
+      out.append(s.substr(i, n));
+    else
+      out.append("\xEF\xBF\xBD");
     i += n;
   }
   return out;
@@ -176,7 +202,10 @@ static std::string nfc_full(std::string_view s) {
   }
   // Canonical ordering: stable sort runs of non-starters by combining class.
   for (size_t i = 0; i < cps.size();) {
-    if (combining_class(cps[i]) == 0) { ++i; continue; }
+    if (combining_class(cps[i]) == 0) {
+      ++i;
+      continue;
+    }
     size_t j = i;
     while (j < cps.size() && combining_class(cps[j]) != 0) ++j;
     std::stable_sort(cps.begin() + static_cast<std::ptrdiff_t>(i), cps.begin() + static_cast<std::ptrdiff_t>(j),

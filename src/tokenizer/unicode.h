@@ -10,8 +10,36 @@ namespace hfstatic::unicode {
 
 // General categories, in the order of the generated table.
 enum Category : uint8_t {
-  Cn, Lu, Ll, Lt, Lm, Lo, Mn, Mc, Me, Nd, Nl, No, Pc, Pd, Ps,
-  Pe, Pi, Pf, Po, Sm, Sc, Sk, So, Zs, Zl, Zp, Cc, Cf, Cs, Co
+  Cn,
+  Lu,
+  Ll,
+  Lt,
+  Lm,
+  Lo,
+  Mn,
+  Mc,
+  Me,
+  Nd,
+  Nl,
+  No,
+  Pc,
+  Pd,
+  Ps,
+  Pe,
+  Pi,
+  Pf,
+  Po,
+  Sm,
+  Sc,
+  Sk,
+  So,
+  Zs,
+  Zl,
+  Zp,
+  Cc,
+  Cf,
+  Cs,
+  Co
 };
 
 Category category(char32_t cp);
@@ -26,10 +54,17 @@ bool is_whitespace(char32_t cp);
 // Decodes one code point of VALID UTF-8 at p (p < end). Returns its byte length.
 inline size_t decode(const char* p, const char* end, char32_t& cp) {
   const auto b0 = static_cast<unsigned char>(*p);
-  if (b0 < 0x80) { cp = b0; return 1; }
-  if (b0 < 0xE0 && p + 1 < end) { cp = ((b0 & 0x1Fu) << 6) | (static_cast<unsigned char>(p[1]) & 0x3Fu); return 2; }
+  if (b0 < 0x80) {
+    cp = b0;
+    return 1;
+  }
+  if (b0 < 0xE0 && p + 1 < end) {
+    cp = ((b0 & 0x1Fu) << 6) | (static_cast<unsigned char>(p[1]) & 0x3Fu);
+    return 2;
+  }
   if (b0 < 0xF0 && p + 2 < end) {
-    cp = ((b0 & 0x0Fu) << 12) | ((static_cast<unsigned char>(p[1]) & 0x3Fu) << 6) | (static_cast<unsigned char>(p[2]) & 0x3Fu);
+    cp = ((b0 & 0x0Fu) << 12) | ((static_cast<unsigned char>(p[1]) & 0x3Fu) << 6) |
+         (static_cast<unsigned char>(p[2]) & 0x3Fu);
     return 3;
   }
   if (p + 3 < end) {

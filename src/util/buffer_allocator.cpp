@@ -47,8 +47,10 @@ void* HeapAllocator::allocate(size_t bytes, size_t alignment) {
 }
 
 void HeapAllocator::deallocate(void* p, size_t bytes) {
-  if (bytes >= kMapThreshold) ::munmap(p, round_up(bytes, page_size()));
-  else std::free(p);
+  if (bytes >= kMapThreshold)
+    ::munmap(p, round_up(bytes, page_size()));
+  else
+    std::free(p);
 }
 
 HeapAllocator& HeapAllocator::instance() {

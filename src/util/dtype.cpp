@@ -11,9 +11,8 @@ struct DTypeInfo {
   const char* st_name;
 };
 constexpr DTypeInfo kTypes[] = {
-    {DType::F32, 4, "float32", "F32"}, {DType::F16, 2, "float16", "F16"},
-    {DType::BF16, 2, "bfloat16", "BF16"}, {DType::I64, 8, "int64", "I64"},
-    {DType::I32, 4, "int32", "I32"},   {DType::U8, 1, "uint8", "U8"},
+    {DType::F32, 4, "float32", "F32"}, {DType::F16, 2, "float16", "F16"}, {DType::BF16, 2, "bfloat16", "BF16"},
+    {DType::I64, 8, "int64", "I64"},   {DType::I32, 4, "int32", "I32"},   {DType::U8, 1, "uint8", "U8"},
 };
 const DTypeInfo& info(DType t) { return kTypes[static_cast<int>(t)]; }
 }  // namespace

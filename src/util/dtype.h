@@ -59,7 +59,7 @@ inline uint16_t f32_to_f16(float f) {
   uint32_t abs = x & 0x7fffffff;
   if (abs >= 0x7f800000u) return uint16_t(sign | 0x7c00 | (abs > 0x7f800000u ? 0x200 : 0));
   if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00);  // rounds to >= 65520: infinity
-  if (abs < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+  if (abs < 0x38800000u) {                                 // below the smallest normal half: subnormal or zero
     if (abs < 0x33000000u) return uint16_t(sign);
     uint32_t exp = abs >> 23;
     uint32_t mant = (abs & 0x7fffff) | 0x800000;

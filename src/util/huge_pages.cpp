@@ -66,7 +66,8 @@ std::optional<PageUsage> parse_page_usage(std::string_view smaps, uintptr_t addr
     }
     if (!usage) continue;
     uint64_t v = 0;
-    if (parse_kb(line, "Rss", &v)) usage->resident = v;
+    if (parse_kb(line, "Rss", &v))
+      usage->resident = v;
     else if (parse_kb(line, "AnonHugePages", &v) || parse_kb(line, "FilePmdMapped", &v) ||
              parse_kb(line, "ShmemPmdMapped", &v))
       usage->huge += v;
@@ -74,9 +75,7 @@ std::optional<PageUsage> parse_page_usage(std::string_view smaps, uintptr_t addr
   return usage;
 }
 
-bool worth_rereading(const PageUsage& usage) {
-  return usage.size >= kRereadMinBytes && usage.huge < usage.size / 2;
-}
+bool worth_rereading(const PageUsage& usage) { return usage.size >= kRereadMinBytes && usage.huge < usage.size / 2; }
 
 std::optional<PageUsage> page_usage(const void* addr) {
   std::optional<std::string> smaps = read_proc_self("smaps");

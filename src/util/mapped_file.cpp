@@ -5,9 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <algorithm>
 #include <fstream>
 #include <vector>
 
@@ -48,7 +48,8 @@ bool transparent_huge_pages_off() {
 // a later load tries again.
 void prefer_huge_pages(int fd, const uint8_t** data, size_t size) {
   void* p = const_cast<uint8_t*>(*data);
-  if (!advise_huge_pages(p, size) || size < kRereadMinBytes || transparent_huge_pages_off() || !mostly_cached(*data, size))
+  if (!advise_huge_pages(p, size) || size < kRereadMinBytes || transparent_huge_pages_off() ||
+      !mostly_cached(*data, size))
     return;
   volatile uint8_t sink = 0;
   for (size_t i = 0; i < size; i += kHugePage) sink = sink + (*data)[i];  // map one page per 2 MiB
@@ -124,7 +125,8 @@ MappedFile MappedFile::borrow(const uint8_t* data, size_t size, const std::strin
   return f;
 }
 
-MappedFile::MappedFile(MappedFile&& o) noexcept : path_(std::move(o.path_)), data_(o.data_), size_(o.size_), owned_(o.owned_) {
+MappedFile::MappedFile(MappedFile&& o) noexcept
+    : path_(std::move(o.path_)), data_(o.data_), size_(o.size_), owned_(o.owned_) {
   o.data_ = nullptr;
   o.size_ = 0;
 }

@@ -15,7 +15,8 @@ uint64_t status_field(const char* key) {
   std::string line;
   const size_t n = std::strlen(key);
   while (std::getline(f, line))
-    if (line.compare(0, n, key) == 0 && line.size() > n && line[n] == ':') return uint64_t(std::strtoull(line.c_str() + n + 1, nullptr, 10)) * 1024;
+    if (line.compare(0, n, key) == 0 && line.size() > n && line[n] == ':')
+      return uint64_t(std::strtoull(line.c_str() + n + 1, nullptr, 10)) * 1024;
   return 0;
 }
 

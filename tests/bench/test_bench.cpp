@@ -56,13 +56,15 @@ TEST(Bench, ReportsThroughputCeilingsAndRatiosThatAgree) {
   const json& m = j["model"];
   EXPECT_GE(tg["bytes_per_token"].get<double>(), 2.0 * m["linear_params"].get<double>());
   EXPECT_LE(tg["bytes_per_token"].get<double>(), m["weight_bytes"].get<double>() + m["cache_bytes"].get<double>());
-  EXPECT_NEAR(tg["gbps"].get<double>(), tg["bytes_per_token"].get<double>() * tg["tokens_per_s"]["median"].get<double>() / 1e9,
+  EXPECT_NEAR(tg["gbps"].get<double>(),
+              tg["bytes_per_token"].get<double>() * tg["tokens_per_s"]["median"].get<double>() / 1e9,
               1e-9 * tg["gbps"].get<double>());
 
   const json& mc = j["machine"];
   EXPECT_GT(mc["read_gbps"].get<double>(), 0);
   EXPECT_GT(mc["fma_gflops"].get<double>(), 0);
-  EXPECT_NEAR(tg["fraction_of_bandwidth"].get<double>(), tg["gbps"].get<double>() / mc["read_gbps"].get<double>(), 1e-9);
+  EXPECT_NEAR(tg["fraction_of_bandwidth"].get<double>(), tg["gbps"].get<double>() / mc["read_gbps"].get<double>(),
+              1e-9);
   EXPECT_NEAR(pp["fraction_of_peak"].get<double>(), pp["gflops"].get<double>() / mc["fma_gflops"].get<double>(), 1e-9);
   expect_stats(tg["fraction_of_bandwidth_paired"], "paired decode/bandwidth ratio");
   expect_stats(pp["fraction_of_peak_paired"], "paired prefill/FMA peak ratio");
@@ -106,7 +108,8 @@ TEST(Bench, PrefillCostCountsTheLogitsMatrixOncePerStep) {
   for (const auto& a : c.attention) attention_per_slot += 4.0 * double(a.n_heads * a.head_dim);
   ASSERT_FALSE(c.attention.empty());
   // Row 3 of a step from position 0 sees 3 cache slots.
-  EXPECT_DOUBLE_EQ(c.flops(0, 3) - c.flops(0, 2), 2.0 * (c.linear_params - c.output_linear_params) + 3 * attention_per_slot);
+  EXPECT_DOUBLE_EQ(c.flops(0, 3) - c.flops(0, 2),
+                   2.0 * (c.linear_params - c.output_linear_params) + 3 * attention_per_slot);
   EXPECT_DOUBLE_EQ(c.flops(0, 1), 2.0 * c.linear_params + attention_per_slot);
 }
 

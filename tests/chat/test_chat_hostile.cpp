@@ -37,7 +37,8 @@ TEST(ChatHostile, IntegerOverflowIsAnErrorNamingTheOperation) {
   EXPECT_THAT(render_error("{{ -" + kMin + " }}"), HasSubstr("integer overflow in '-'"));
   EXPECT_THAT(render_error("{{ 2 ** 64 }}"), HasSubstr("integer overflow in '**'"));
   EXPECT_THAT(render_error("{{ 3 ** 9223372036854775807 }}"), HasSubstr("integer overflow in '**'"));
-  EXPECT_EQ(render("{{ 2 ** 62 }} {{ (-2) ** 63 }} {{ 0 ** 0 }} {{ 2 ** -1 }}"), "4611686018427387904 -9223372036854775808 1 0.5");
+  EXPECT_EQ(render("{{ 2 ** 62 }} {{ (-2) ** 63 }} {{ 0 ** 0 }} {{ 2 ** -1 }}"),
+            "4611686018427387904 -9223372036854775808 1 0.5");
   EXPECT_THAT(render_error("{{ " + kMin + "|abs }}"), HasSubstr("abs"));
   EXPECT_EQ(render("{{ " + kMin + " is odd }} {{ (-3) is odd }}"), "False True");
   // Division and modulo by zero already were errors.
@@ -71,7 +72,8 @@ TEST(ChatHostile, ListThatContainsItselfIsBounded) {
   EXPECT_THAT(render_error(a + b + "{{ a == b }}"), HasSubstr("nests deeper than 512"));
   EXPECT_THAT(render_error(a + b + "{{ a in [b] }}"), HasSubstr("nests deeper than 512"));
   EXPECT_THAT(render_error(a + b + "{{ [a, b]|unique }}"), HasSubstr("nests deeper than 512"));
-  EXPECT_THAT(render_error("{% set ns = namespace(x=1) %}{% set ns.x = ns %}{{ ns }}"), HasSubstr("nests deeper than 512"));
+  EXPECT_THAT(render_error("{% set ns = namespace(x=1) %}{% set ns.x = ns %}{{ ns }}"),
+              HasSubstr("nests deeper than 512"));
   EXPECT_THAT(render_error("{% set ns = namespace(x=1) %}{% set ns.x = ns %}{{ ns|tojson(indent=2) }}"),
               HasSubstr("nests deeper than 512"));
 }
@@ -82,8 +84,8 @@ TEST(ChatHostile, SharedHalvesCannotBlowUpExponentially) {
       "{% set ns = namespace(a=[1], b=[1]) %}{% for i in range(60) %}{% set ns.a = [ns.a, ns.a] %}"
       "{% set ns.b = [ns.b, ns.b] %}{% endfor %}{% set a = ns.a %}{% set b = ns.b %}";
   EXPECT_EQ(render(doubled + "{{ a|length }}"), "2");
-  for (const char* use : {"{{ a }}", "{{ a|tojson }}", "{{ a|string|length }}", "{{ a == b }}", "{{ a in [b] }}",
-                          "{{ [a, b]|unique }}"})
+  for (const char* use :
+       {"{{ a }}", "{{ a|tojson }}", "{{ a|string|length }}", "{{ a == b }}", "{{ a in [b] }}", "{{ [a, b]|unique }}"})
     EXPECT_THAT(render_error(doubled + use), HasSubstr("exceeded the limit of 10000000 steps")) << use;
 }
 
@@ -108,16 +110,20 @@ TEST(ChatHostile, WorkIsBounded) {
   EXPECT_THAT(render_error("{{ ('x' * 10**12)|length }}"), HasSubstr("exceeds the 64 MiB limit"));
   EXPECT_THAT(render_error("{{ 'a\nb'|indent(1000000000) }}"), HasSubstr("indent: width 1000000000"));
   EXPECT_THAT(render_error("{{ ('a\n' * 1000000)|indent(100) }}"), HasSubstr("exceeds the 64 MiB limit"));
-  EXPECT_THAT(render_error("{{ ('a' * 1000000)|replace('a', 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb') }}"),
-              HasSubstr("64 MiB limit"));
+  EXPECT_THAT(
+      render_error(
+          "{{ ('a' * 1000000)|replace('a', "
+          "'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb') }}"),
+      HasSubstr("64 MiB limit"));
   EXPECT_THAT(render_error("{{ [1, [2]]|tojson(indent=1000000000) }}"), HasSubstr("tojson: indent 1000000000"));
   EXPECT_THAT(render_error("{{ [1, [2]]|tojson(indent=60000000) }}"), HasSubstr("64 MiB limit"));
   // Many strings, each under the limit: the total built in one render is bounded too.
   EXPECT_THAT(render_error("{% set s = 'x' * 60000000 %}{% for i in range(10) %}{% set t = s ~ i %}{% endfor %}"),
               HasSubstr("exceeded the limit of 256 MiB of strings built"));
   // Reading a long string over and over costs steps in proportion.
-  EXPECT_THAT(render_error("{% set s = 'x' * 60000000 %}{% for i in range(100000) %}{% if 'y' in s %}{% endif %}{% endfor %}"),
-              HasSubstr("steps"));
+  EXPECT_THAT(
+      render_error("{% set s = 'x' * 60000000 %}{% for i in range(100000) %}{% if 'y' in s %}{% endif %}{% endfor %}"),
+      HasSubstr("steps"));
   EXPECT_THAT(render_error("{% set s = 'x' * 60000000 %}{% for i in range(100000) %}{{ s|length }}{% endfor %}"),
               HasSubstr("steps"));
   // Iterating over a long string is charged before its characters are made into items.
@@ -130,10 +136,12 @@ TEST(ChatHostile, WorkIsBounded) {
 
 TEST(ChatHostile, UniqueIsNotQuadratic) {
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_EQ(render("{{ range(200000)|unique|length }} {{ (range(1000)|list + range(1000)|list)|unique|length }}"), "200000 1000");
+  EXPECT_EQ(render("{{ range(200000)|unique|length }} {{ (range(1000)|list + range(1000)|list)|unique|length }}"),
+            "200000 1000");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
   // equal() semantics: 1 and 1.0 are the same, True and 1 are not, lists compare by value.
-  EXPECT_EQ(render("{{ [1, 1.0, true, 'a', 'a', none, none, [1], [1], 0.0, -0.0]|unique }}"), "[1, True, 'a', None, [1], 0.0]");
+  EXPECT_EQ(render("{{ [1, 1.0, true, 'a', 'a', none, none, [1], [1], 0.0, -0.0]|unique }}"),
+            "[1, True, 'a', None, [1], 0.0]");
 }
 
 TEST(ChatHostile, NegativeWidthsAreErrorsNamingTheFilter) {

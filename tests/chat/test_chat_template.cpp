@@ -33,17 +33,22 @@ TEST(ChatTemplate, ExpressionsFiltersAndTests) {
   EXPECT_EQ(render("{{ 'a,b,,c'.split(',')|length }} {{ '  x\n'.strip() }} {{ 'abc'.startswith('ab') }}"), "4 x True");
   EXPECT_EQ(render("{{ 7 // 2 }} {{ 7 % 3 }} {{ -7 // 2 }} {{ 2 ** 3 }}"), "3 1 -4 8");
   EXPECT_EQ(render("{{ 'yes' if 1 > 2 else 'no' }}"), "no");
-  EXPECT_EQ(render("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", {{"d", {{"z", 1}, {"a", 2}}}}), "z=1;a=2;");
+  EXPECT_EQ(render("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", {{"d", {{"z", 1}, {"a", 2}}}}),
+            "z=1;a=2;");
   EXPECT_EQ(render("{{ xs|selectattr('r', 'equalto', 'u')|map(attribute='c')|join }}",
-                   {{"xs", ordered_json::array({{{"r", "u"}, {"c", "1"}}, {{"r", "a"}, {"c", "2"}}, {{"r", "u"}, {"c", "3"}}})}}),
+                   {{"xs", ordered_json::array(
+                               {{{"r", "u"}, {"c", "1"}}, {{"r", "a"}, {"c", "2"}}, {{"r", "u"}, {"c", "3"}}})}}),
             "13");
 }
 
 TEST(ChatTemplate, StatementsLoopsAndNamespaces) {
-  EXPECT_EQ(render("{% for x in xs %}{{ loop.index }}{{ x }}{% if loop.first %}F{% elif loop.last %}L{% else %}-{% endif %}{% endfor %}",
+  EXPECT_EQ(render("{% for x in xs %}{{ loop.index }}{{ x }}{% if loop.first %}F{% elif loop.last %}L{% else %}-{% "
+                   "endif %}{% endfor %}",
                    {{"xs", {"a", "b", "c"}}}),
             "1aF2b-3cL");
-  EXPECT_EQ(render("{% set ns = namespace(n=0) %}{% for i in range(4) %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}"), "6");
+  EXPECT_EQ(
+      render("{% set ns = namespace(n=0) %}{% for i in range(4) %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}"),
+      "6");
   EXPECT_EQ(render("{% for x in [] %}a{% else %}empty{% endfor %}"), "empty");
   EXPECT_EQ(render("{% for x in [1,2,3,4] if x is even %}{{ x }}{% endfor %}"), "24");
   EXPECT_EQ(render("{% for x in [1,2,3] %}{% if x == 2 %}{% break %}{% endif %}{{ x }}{% endfor %}"), "1");

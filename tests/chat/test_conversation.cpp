@@ -18,12 +18,12 @@ using nlohmann::json;
 // here) in front of every encoding made with special tokens, and the given chat template.
 Tokenizer tokenizer_with(const std::string& chat_template) {
   json tokenizer = json::parse(read_text_file(std::string(HFSTATIC_SOURCE_DIR) + "/models/demo/tokenizer.json"));
-  tokenizer["post_processor"] = {
-      {"type", "TemplateProcessing"},
-      {"single", json::array({{{"SpecialToken", {{"id", "<|endoftext|>"}, {"type_id", 0}}}},
-                              {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
-      {"special_tokens", json::object()}};
-  const json config = {{"bos_token", "<|endoftext|>"}, {"eos_token", "<|endoftext|>"}, {"chat_template", chat_template}};
+  tokenizer["post_processor"] = {{"type", "TemplateProcessing"},
+                                 {"single", json::array({{{"SpecialToken", {{"id", "<|endoftext|>"}, {"type_id", 0}}}},
+                                                         {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
+                                 {"special_tokens", json::object()}};
+  const json config = {
+      {"bos_token", "<|endoftext|>"}, {"eos_token", "<|endoftext|>"}, {"chat_template", chat_template}};
   return Tokenizer::from_json(tokenizer.dump(), config.dump());
 }
 
@@ -114,7 +114,8 @@ TEST(Conversation, FromMessagesFeedsTheWholeConversation) {
   EXPECT_EQ(conversation.pending_tokens(restart), encode(tok, apply_chat_template(tok, messages, true)));
   EXPECT_FALSE(restart);
   EXPECT_EQ(apply_chat_template(tok, messages, true),
-            "<|endoftext|><system>S<|endoftext|><user>U1<|endoftext|><assistant>A1<|endoftext|><user>U2<|endoftext|><assistant>");
+            "<|endoftext|><system>S<|endoftext|><user>U1<|endoftext|><assistant>A1<|endoftext|><user>U2<|endoftext|><"
+            "assistant>");
 }
 
 TEST(Conversation, NoTemplateIsAnError) {

@@ -84,7 +84,8 @@ TEST_F(CliExport, CliExportBadCheckpointExitsOneWithOneLine) {
   auto r = test::run_cli({"export", c, "-o", out_dir + "/p.hfs"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(count_lines(r.err), 1u) << r.err;
-  EXPECT_THAT(r.err, AllOf(HasSubstr("hfstatic export: error:"), HasSubstr("config field 'hidden_act' = \"gelu\" is not supported")));
+  EXPECT_THAT(r.err, AllOf(HasSubstr("hfstatic export: error:"),
+                           HasSubstr("config field 'hidden_act' = \"gelu\" is not supported")));
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(list_dir(out_dir), std::vector<std::string>{});
 
@@ -98,7 +99,8 @@ TEST_F(CliExport, CliExportBadCheckpointExitsOneWithOneLine) {
 TEST_F(CliExport, CliExportWritesAProgram) {
   auto c = checkpoint();
   std::string out = dir.file("cli-ok.hfs");
-  auto r = test::run_cli({"export", c, "-o", out, "--prefill-len", "4", "--max-context", "16", "--weights-dtype", "float16"});
+  auto r = test::run_cli(
+      {"export", c, "-o", out, "--prefill-len", "4", "--max-context", "16", "--weights-dtype", "float16"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr(cat("wrote ", out, ": ")));
   auto p = Program::load(out);
@@ -137,8 +139,8 @@ TEST_F(CliExport, CliInspectPrintsEverySignature) {
   ASSERT_EQ(p->spec().methods.size(), 2u);
   for (const auto& m : p->spec().methods) {
     SCOPED_TRACE(m.name);
-    EXPECT_TRUE(has_line(r.out, {cat("method ", m.name, ": ", m.inputs.size(), " inputs, ", m.outputs.size(), " outputs, ",
-                                     m.nodes.size(), " nodes, arena ")}))
+    EXPECT_TRUE(has_line(r.out, {cat("method ", m.name, ": ", m.inputs.size(), " inputs, ", m.outputs.size(),
+                                     " outputs, ", m.nodes.size(), " nodes, arena ")}))
         << r.out;
     for (size_t i = 0; i < m.inputs.size(); ++i)
       EXPECT_TRUE(has_line(r.out, {"input", cat(" ", i, " "), m.inputs[i].name + " ", dtype_name(m.inputs[i].dtype),
@@ -147,8 +149,12 @@ TEST_F(CliExport, CliInspectPrintsEverySignature) {
     for (size_t i = 0; i < m.outputs.size(); ++i) {
       const ValueSpec* v = m.output_value(i);
       ASSERT_NE(v, nullptr);
-      std::vector<std::string> parts = {"output", cat(" ", i, " "), m.outputs[i].name + " ", dtype_name(v->dtype),
-                                        shape_str(v->shape), output_memory_name(m.outputs[i].memory)};
+      std::vector<std::string> parts = {"output",
+                                        cat(" ", i, " "),
+                                        m.outputs[i].name + " ",
+                                        dtype_name(v->dtype),
+                                        shape_str(v->shape),
+                                        output_memory_name(m.outputs[i].memory)};
       if (m.outputs[i].memory == OutputMemory::Alias) parts.push_back("-> " + m.outputs[i].value);
       EXPECT_TRUE(has_line(r.out, parts)) << m.outputs[i].name;
     }

@@ -110,7 +110,8 @@ TEST_F(CliRun, ValidateLoadsTheEmbeddedTokenizerAndTemplate) {
   const std::string tokenizer = good->embedded_file("tokenizer.json");
   auto r = test::run_cli({"validate", rewrite("bad-template.hfs", tokenizer, R"({"chat_template": "{% if %}"})")});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("bad-template.hfs: embedded tokenizer_config.json: chat_template: chat template line 1"));
+  EXPECT_THAT(r.err,
+              HasSubstr("bad-template.hfs: embedded tokenizer_config.json: chat_template: chat template line 1"));
   r = test::run_cli({"validate", rewrite("bad-tokenizer.hfs", "{\"model\": 5}", "{}")});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("bad-tokenizer.hfs: embedded tokenizer.json"));
@@ -125,8 +126,9 @@ TEST(CliChat, TemplateChatSingleAndMultiTurn) {
   auto one = test::run_cli({"run", "-m", path, "--chat", "-p", "hi", "-n", "4", "--ignore-eos", "-t", "1"});
   EXPECT_EQ(one.exit_code, 0) << one.err;
   // Two turns from standard input: one reply line each.
-  auto two = test::run_cli({"run", "-m", path, "--chat", "--system", "be brief", "-n", "4", "--ignore-eos", "-t", "1", "--stats"},
-                           "hello\nagain\n");
+  auto two = test::run_cli(
+      {"run", "-m", path, "--chat", "--system", "be brief", "-n", "4", "--ignore-eos", "-t", "1", "--stats"},
+      "hello\nagain\n");
   EXPECT_EQ(two.exit_code, 0) << two.err;
   EXPECT_EQ(lines(two.out), 2u) << two.out;
 }

@@ -58,7 +58,8 @@ Mutation both(Mutation a, Mutation b) {
   };
 }
 
-GraphOptions options(int64_t prefill_len, int64_t max_context, DType cache, bool repeat, const std::string& order = "input") {
+GraphOptions options(int64_t prefill_len, int64_t max_context, DType cache, bool repeat,
+                     const std::string& order = "input") {
   GraphOptions g;
   g.prefill_len = prefill_len;
   g.max_context = max_context;
@@ -141,39 +142,50 @@ void add_metadata_fixtures(InvalidCorpus& c) {
   const std::string supported = "(supported: hf_static v1)";
 
   // Missing keys.
-  c.registry("missing_io_contract", erase_meta("io_contract"), "metadata key 'io_contract': expected \"hf_static\", got nothing",
-           "metadata key 'io_contract' is missing or not a string " + supported);
+  c.registry("missing_io_contract", erase_meta("io_contract"),
+             "metadata key 'io_contract': expected \"hf_static\", got nothing",
+             "metadata key 'io_contract' is missing or not a string " + supported);
   c.registry("missing_version", erase_meta("version"), "metadata key 'version': expected 1, got nothing",
-           "metadata key 'version' is missing or not an integer " + supported);
-  for (const char* key : {"n_layers", "n_kv_heads", "head_dim", "max_context", "prefill_len", "vocab_size", "cache_dtype", "bos_id",
-                          "eos_ids", "prefill_method", "decode_method"})
+             "metadata key 'version' is missing or not an integer " + supported);
+  for (const char* key : {"n_layers", "n_kv_heads", "head_dim", "max_context", "prefill_len", "vocab_size",
+                          "cache_dtype", "bos_id", "eos_ids", "prefill_method", "decode_method"})
     c.add(cat("missing_", key), erase_meta(key), {cat("metadata key '", key, "': missing")});
 
   // Mistyped keys.
-  c.registry("mistyped_io_contract", set_meta("io_contract", 1), "metadata key 'io_contract': expected \"hf_static\", got 1",
-           "metadata key 'io_contract' is missing or not a string " + supported);
+  c.registry("mistyped_io_contract", set_meta("io_contract", 1),
+             "metadata key 'io_contract': expected \"hf_static\", got 1",
+             "metadata key 'io_contract' is missing or not a string " + supported);
   c.registry("mistyped_version", set_meta("version", "1"), "metadata key 'version': expected 1, got \"1\"",
-           "metadata key 'version' is missing or not an integer " + supported);
+             "metadata key 'version' is missing or not an integer " + supported);
   c.registry("mistyped_version_float", set_meta("version", 1.0), "metadata key 'version': expected 1, got 1.0",
-           "metadata key 'version' is missing or not an integer " + supported);
+             "metadata key 'version' is missing or not an integer " + supported);
   c.add("mistyped_n_layers", set_meta("n_layers", "2"), {"metadata key 'n_layers': expected an integer, got \"2\""});
-  c.add("mistyped_n_kv_heads", set_meta("n_kv_heads", 2.0), {"metadata key 'n_kv_heads': expected an integer, got 2.0"});
-  c.add("mistyped_head_dim", set_meta("head_dim", json::array({16})), {"metadata key 'head_dim': expected an integer, got [16]"});
-  c.add("mistyped_max_context", set_meta("max_context", "16"), {"metadata key 'max_context': expected an integer, got \"16\""});
-  c.add("mistyped_prefill_len", set_meta("prefill_len", 4.5), {"metadata key 'prefill_len': expected an integer, got 4.5"});
-  c.add("mistyped_vocab_size", set_meta("vocab_size", nullptr), {"metadata key 'vocab_size': expected an integer, got null"});
+  c.add("mistyped_n_kv_heads", set_meta("n_kv_heads", 2.0),
+        {"metadata key 'n_kv_heads': expected an integer, got 2.0"});
+  c.add("mistyped_head_dim", set_meta("head_dim", json::array({16})),
+        {"metadata key 'head_dim': expected an integer, got [16]"});
+  c.add("mistyped_max_context", set_meta("max_context", "16"),
+        {"metadata key 'max_context': expected an integer, got \"16\""});
+  c.add("mistyped_prefill_len", set_meta("prefill_len", 4.5),
+        {"metadata key 'prefill_len': expected an integer, got 4.5"});
+  c.add("mistyped_vocab_size", set_meta("vocab_size", nullptr),
+        {"metadata key 'vocab_size': expected an integer, got null"});
   c.add("mistyped_cache_dtype", set_meta("cache_dtype", 32), {"metadata key 'cache_dtype': expected a string, got 32"});
   c.add("mistyped_bos_id", set_meta("bos_id", true), {"metadata key 'bos_id': expected an integer, got true"});
-  c.add("mistyped_eos_ids", set_meta("eos_ids", 256), {"metadata key 'eos_ids': expected an array of token ids, got 256"});
+  c.add("mistyped_eos_ids", set_meta("eos_ids", 256),
+        {"metadata key 'eos_ids': expected an array of token ids, got 256"});
   c.add("mistyped_eos_id_element", set_meta("eos_ids", json::array({"256"})),
-      {"metadata key 'eos_ids': \"256\" is not a token id in [0, vocab_size)"});
-  c.add("mistyped_prefill_method", set_meta("prefill_method", true), {"metadata key 'prefill_method': expected a string, got true"});
+        {"metadata key 'eos_ids': \"256\" is not a token id in [0, vocab_size)"});
+  c.add("mistyped_prefill_method", set_meta("prefill_method", true),
+        {"metadata key 'prefill_method': expected a string, got true"});
   c.add("mistyped_decode_method", set_meta("decode_method", json::array({"decode"})),
-      {"metadata key 'decode_method': expected a string, got [\"decode\"]"});
+        {"metadata key 'decode_method': expected a string, got [\"decode\"]"});
 
   // Out of range.
-  c.add("prefill_len_0", set_meta("prefill_len", 0), {"metadata key 'prefill_len': 0 is outside [1, max_context = 16]"});
-  c.add("prefill_len_above_context", set_meta("prefill_len", 17), {"metadata key 'prefill_len': 17 is outside [1, max_context = 16]"});
+  c.add("prefill_len_0", set_meta("prefill_len", 0),
+        {"metadata key 'prefill_len': 0 is outside [1, max_context = 16]"});
+  c.add("prefill_len_above_context", set_meta("prefill_len", 17),
+        {"metadata key 'prefill_len': 17 is outside [1, max_context = 16]"});
   c.add("max_context_1", set_meta("max_context", 1), {"metadata key 'max_context': 1 is outside [2, 16777216]"});
   c.add("n_layers_0", set_meta("n_layers", 0), {"metadata key 'n_layers': 0 is outside [1, 4096]"});
   c.add("n_kv_heads_0", set_meta("n_kv_heads", 0), {"metadata key 'n_kv_heads': 0 is outside [1, 4096]"});
@@ -182,35 +194,43 @@ void add_metadata_fixtures(InvalidCorpus& c) {
   c.add("bos_id_vocab_size", set_meta("bos_id", 272), {"metadata key 'bos_id': 272 is outside [-1, vocab_size = 272)"});
   c.add("bos_id_below_none", set_meta("bos_id", -2), {"metadata key 'bos_id': -2 is outside [-1, vocab_size = 272)"});
   c.add("eos_id_vocab_size", set_meta("eos_ids", json::array({256, 272})),
-      {"metadata key 'eos_ids': 272 is not a token id in [0, vocab_size)"});
-  c.add("eos_id_negative", set_meta("eos_ids", json::array({-1})), {"metadata key 'eos_ids': -1 is not a token id in [0, vocab_size)"});
-  c.add("cache_dtype_bfloat16", set_meta("cache_dtype", "bfloat16"), {"metadata key 'cache_dtype': 'bfloat16' is not float32 or float16"});
-  c.registry("unknown_io_contract", set_meta("io_contract", "hf_dynamic"), "metadata key 'io_contract': expected \"hf_static\", got \"hf_dynamic\"",
-           "I/O contract 'hf_dynamic' version 1 is not supported " + supported);
+        {"metadata key 'eos_ids': 272 is not a token id in [0, vocab_size)"});
+  c.add("eos_id_negative", set_meta("eos_ids", json::array({-1})),
+        {"metadata key 'eos_ids': -1 is not a token id in [0, vocab_size)"});
+  c.add("cache_dtype_bfloat16", set_meta("cache_dtype", "bfloat16"),
+        {"metadata key 'cache_dtype': 'bfloat16' is not float32 or float16"});
+  c.registry("unknown_io_contract", set_meta("io_contract", "hf_dynamic"),
+             "metadata key 'io_contract': expected \"hf_static\", got \"hf_dynamic\"",
+             "I/O contract 'hf_dynamic' version 1 is not supported " + supported);
   c.registry("unknown_version", set_meta("version", 2), "metadata key 'version': expected 1, got 2",
-           "I/O contract 'hf_static' version 2 is not supported " + supported);
+             "I/O contract 'hf_static' version 2 is not supported " + supported);
 
   // Metadata in range that disagrees with the method signatures.
   c.add("metadata_n_layers_3", set_meta("n_layers", 3),
-      {"method 'prefill': expected 12 inputs (tokens, positions, mask, then k_cache, v_cache, counter for 3 layers), got 9",
-       "method 'prefill': expected 10 outputs (9 state updates, logits) or 19 (with the state repeated after logits), got 13"});
+        {"method 'prefill': expected 12 inputs (tokens, positions, mask, then k_cache, v_cache, counter for 3 layers), "
+         "got 9",
+         "method 'prefill': expected 10 outputs (9 state updates, logits) or 19 (with the state repeated after "
+         "logits), got 13"});
   c.add("metadata_max_context_32", set_meta("max_context", 32),
-      {"method 'prefill' input 2 (mask): expected float32 [1, 1, 4, 32], got float32 [1, 1, 4, 16]",
-       "method 'decode' input 3 (k_cache of layer 0): expected float32 [1, 2, 32, 16], got float32 [1, 2, 16, 16]"});
+        {"method 'prefill' input 2 (mask): expected float32 [1, 1, 4, 32], got float32 [1, 1, 4, 16]",
+         "method 'decode' input 3 (k_cache of layer 0): expected float32 [1, 2, 32, 16], got float32 [1, 2, 16, 16]"});
   c.add("metadata_prefill_len_8", set_meta("prefill_len", 8),
-      {"method 'prefill' input 0 (tokens): expected int64 [1, 8], got int64 [1, 4]",
-       "method 'prefill' output 6 (logits): expected float32 [1, 8, 272], got float32 [1, 4, 272]"});
+        {"method 'prefill' input 0 (tokens): expected int64 [1, 8], got int64 [1, 4]",
+         "method 'prefill' output 6 (logits): expected float32 [1, 8, 272], got float32 [1, 4, 272]"});
   c.add("metadata_vocab_size_300", set_meta("vocab_size", 300),
-      {"method 'decode' output 6 (logits): expected float32 [1, 1, 300], got float32 [1, 1, 272]"});
+        {"method 'decode' output 6 (logits): expected float32 [1, 1, 300], got float32 [1, 1, 272]"});
   // Equal bytes, graph untouched: float16 [1, 2, 16, 32] is the size of the float32 [1, 2, 16, 16] caches.
-  InvalidFixture* lie = c.add("metadata_float16_cache_of_equal_bytes", both(set_meta("cache_dtype", "float16"), set_meta("head_dim", 32)),
-                            {"method 'prefill' input 3 (k_cache of layer 0): expected float16 [1, 2, 16, 32], got float32 [1, 2, 16, 16]",
-                             "method 'decode' output 7 (repeated k_cache of layer 0): expected float16 [1, 2, 16, 32], got float32 [1, 2, 16, 16]"},
-                            true);
+  InvalidFixture* lie = c.add(
+      "metadata_float16_cache_of_equal_bytes", both(set_meta("cache_dtype", "float16"), set_meta("head_dim", 32)),
+      {"method 'prefill' input 3 (k_cache of layer 0): expected float16 [1, 2, 16, 32], got float32 [1, 2, 16, 16]",
+       "method 'decode' output 7 (repeated k_cache of layer 0): expected float16 [1, 2, 16, 32], got float32 [1, 2, "
+       "16, 16]"},
+      true);
   lie->loads_without_contract_check = true;
-  InvalidFixture* heads = c.add("metadata_one_kv_head_of_equal_bytes", both(set_meta("n_kv_heads", 1), set_meta("head_dim", 32)),
-                              {"method 'decode' input 4 (v_cache of layer 0): expected float32 [1, 1, 16, 32], got float32 [1, 2, 16, 16]"},
-                              true);
+  InvalidFixture* heads = c.add(
+      "metadata_one_kv_head_of_equal_bytes", both(set_meta("n_kv_heads", 1), set_meta("head_dim", 32)),
+      {"method 'decode' input 4 (v_cache of layer 0): expected float32 [1, 1, 16, 32], got float32 [1, 2, 16, 16]"},
+      true);
   heads->loads_without_contract_check = true;
 }
 
@@ -218,112 +238,143 @@ void add_metadata_fixtures(InvalidCorpus& c) {
 void add_feature_and_signature_fixtures(InvalidCorpus& c) {
   // Features version 1 excludes.
   c.add("excluded_int8_cache", set_meta("cache_dtype", "int8"),
-      {"metadata key 'cache_dtype': 'int8' is a quantized cache; quantized caches are excluded by hf_static v1"});
+        {"metadata key 'cache_dtype': 'int8' is a quantized cache; quantized caches are excluded by hf_static v1"});
   c.add("excluded_fp8_cache", set_meta("cache_dtype", "fp8_e4m3"),
-      {"metadata key 'cache_dtype': 'fp8_e4m3' is a quantized cache; quantized caches are excluded by hf_static v1"});
+        {"metadata key 'cache_dtype': 'fp8_e4m3' is a quantized cache; quantized caches are excluded by hf_static v1"});
   c.add("excluded_split_single_head", set_meta("attention_layout", "split_single_head"),
-      {"metadata key 'attention_layout': \"split_single_head\" is excluded by hf_static v1 (split single-head layouts are not "
-       "supported; only \"grouped\")"});
+        {"metadata key 'attention_layout': \"split_single_head\" is excluded by hf_static v1 (split single-head "
+         "layouts are not "
+         "supported; only \"grouped\")"});
   c.add("excluded_sliding_window", set_meta("cache_mode", "sliding_window"),
-      {"metadata key 'cache_mode': \"sliding_window\" is excluded by hf_static v1 (full-length sliding-window caches are not "
-       "supported; only \"full\")"});
-  c.add("excluded_batch_2", set_meta("batch_size", 2), {"metadata key 'batch_size': 2 is excluded by hf_static v1 (batch size must be 1)"});
+        {"metadata key 'cache_mode': \"sliding_window\" is excluded by hf_static v1 (full-length sliding-window caches "
+         "are not "
+         "supported; only \"full\")"});
+  c.add("excluded_batch_2", set_meta("batch_size", 2),
+        {"metadata key 'batch_size': 2 is excluded by hf_static v1 (batch size must be 1)"});
 
   // Method names.
   c.add("prefill_method_absent", set_meta("prefill_method", "prefill_fast"),
-      {"metadata key 'prefill_method': the program has no method 'prefill_fast'"});
-  c.add("decode_method_absent", set_meta("decode_method", "decode_v2"), {"metadata key 'decode_method': the program has no method 'decode_v2'"});
-  c.add("same_method_twice", set_meta("decode_method", "prefill"), {"metadata keys 'prefill_method' and 'decode_method' name the same method"});
+        {"metadata key 'prefill_method': the program has no method 'prefill_fast'"});
+  c.add("decode_method_absent", set_meta("decode_method", "decode_v2"),
+        {"metadata key 'decode_method': the program has no method 'decode_v2'"});
+  c.add("same_method_twice", set_meta("decode_method", "prefill"),
+        {"metadata keys 'prefill_method' and 'decode_method' name the same method"});
 
   // Inputs: rank, dimension, dtype; equal-byte swaps marked.
   const DType F32 = DType::F32, F16 = DType::F16, I64 = DType::I64, I32 = DType::I32;
   c.add("input_count_short", [](ProgramSpec& s) { method(s, "prefill").inputs.pop_back(); },
-      {"method 'prefill': expected 9 inputs (tokens, positions, mask, then k_cache, v_cache, counter for 2 layers), got 8"});
-  c.add("input_count_long", [](ProgramSpec& s) { method(s, "decode").inputs.push_back({"extra", DType::I64, {1}}); },
-      {"method 'decode': expected 9 inputs (tokens, positions, mask, then k_cache, v_cache, counter for 2 layers), got 10"});
-  c.add("tokens_rank_1", retype("prefill", "tokens", I64, {4}), {"method 'prefill' input 0 (tokens): expected int64 [1, 4], got int64 [4]"},
-      true);
-  c.add("tokens_int32", retype("prefill", "tokens", I32, {1, 4}), {"method 'prefill' input 0 (tokens): expected int64 [1, 4], got int32 [1, 4]"});
+        {"method 'prefill': expected 9 inputs (tokens, positions, mask, then k_cache, v_cache, counter for 2 layers), "
+         "got 8"});
+  c.add("input_count_long",
+        [](ProgramSpec& s) {
+          method(s, "decode").inputs.push_back({"extra", DType::I64, {1}});
+        },
+        {"method 'decode': expected 9 inputs (tokens, positions, mask, then k_cache, v_cache, counter for 2 layers), "
+         "got 10"});
+  c.add("tokens_rank_1", retype("prefill", "tokens", I64, {4}),
+        {"method 'prefill' input 0 (tokens): expected int64 [1, 4], got int64 [4]"}, true);
+  c.add("tokens_int32", retype("prefill", "tokens", I32, {1, 4}),
+        {"method 'prefill' input 0 (tokens): expected int64 [1, 4], got int32 [1, 4]"});
   c.add("tokens_int32_equal_bytes", retype("prefill", "tokens", I32, {1, 8}),
-      {"method 'prefill' input 0 (tokens): expected int64 [1, 4], got int32 [1, 8]"}, true);
-  c.add("tokens_length", retype("prefill", "tokens", I64, {1, 5}), {"method 'prefill' input 0 (tokens): expected int64 [1, 4], got int64 [1, 5]"});
+        {"method 'prefill' input 0 (tokens): expected int64 [1, 4], got int32 [1, 8]"}, true);
+  c.add("tokens_length", retype("prefill", "tokens", I64, {1, 5}),
+        {"method 'prefill' input 0 (tokens): expected int64 [1, 4], got int64 [1, 5]"});
   c.add("decode_tokens_prefill_length", retype("decode", "tokens", I64, {1, 4}),
-      {"method 'decode' input 0 (tokens): expected int64 [1, 1], got int64 [1, 4]"});
+        {"method 'decode' input 0 (tokens): expected int64 [1, 1], got int64 [1, 4]"});
   c.add("positions_transposed", retype("prefill", "positions", I64, {4, 1}),
-      {"method 'prefill' input 1 (positions): expected int64 [1, 4], got int64 [4, 1]"}, true);
+        {"method 'prefill' input 1 (positions): expected int64 [1, 4], got int64 [4, 1]"}, true);
   c.add("positions_float32_equal_bytes", retype("prefill", "positions", F32, {1, 8}),
-      {"method 'prefill' input 1 (positions): expected int64 [1, 4], got float32 [1, 8]"}, true);
+        {"method 'prefill' input 1 (positions): expected int64 [1, 4], got float32 [1, 8]"}, true);
   c.add("decode_positions_length", retype("decode", "positions", I64, {1, 2}),
-      {"method 'decode' input 1 (positions): expected int64 [1, 1], got int64 [1, 2]"});
+        {"method 'decode' input 1 (positions): expected int64 [1, 1], got int64 [1, 2]"});
   c.add("mask_context", retype("prefill", "mask", F32, {1, 1, 4, 15}),
-      {"method 'prefill' input 2 (mask): expected float32 [1, 1, 4, 16], got float32 [1, 1, 4, 15]"});
+        {"method 'prefill' input 2 (mask): expected float32 [1, 1, 4, 16], got float32 [1, 1, 4, 15]"});
   c.add("mask_float16_equal_bytes", retype("prefill", "mask", F16, {1, 1, 4, 32}),
-      {"method 'prefill' input 2 (mask): expected float32 [1, 1, 4, 16], got float16 [1, 1, 4, 32]"}, true);
+        {"method 'prefill' input 2 (mask): expected float32 [1, 1, 4, 16], got float16 [1, 1, 4, 32]"}, true);
   c.add("mask_rank_3", retype("prefill", "mask", F32, {1, 4, 16}),
-      {"method 'prefill' input 2 (mask): expected float32 [1, 1, 4, 16], got float32 [1, 4, 16]"}, true);
+        {"method 'prefill' input 2 (mask): expected float32 [1, 1, 4, 16], got float32 [1, 4, 16]"}, true);
   c.add("decode_mask_transposed", retype("decode", "mask", F32, {1, 1, 16, 1}),
-      {"method 'decode' input 2 (mask): expected float32 [1, 1, 1, 16], got float32 [1, 1, 16, 1]"}, true);
+        {"method 'decode' input 2 (mask): expected float32 [1, 1, 1, 16], got float32 [1, 1, 16, 1]"}, true);
   c.add("k_cache_float16_equal_bytes", retype("prefill", "k_cache_0", F16, {1, 2, 16, 32}),
-      {"method 'prefill' input 3 (k_cache of layer 0): expected float32 [1, 2, 16, 16], got float16 [1, 2, 16, 32]"}, true);
+        {"method 'prefill' input 3 (k_cache of layer 0): expected float32 [1, 2, 16, 16], got float16 [1, 2, 16, 32]"},
+        true);
   c.add("v_cache_head_dim", retype("prefill", "v_cache_1", F32, {1, 2, 16, 8}),
-      {"method 'prefill' input 7 (v_cache of layer 1): expected float32 [1, 2, 16, 16], got float32 [1, 2, 16, 8]"});
+        {"method 'prefill' input 7 (v_cache of layer 1): expected float32 [1, 2, 16, 16], got float32 [1, 2, 16, 8]"});
   c.add("v_cache_rank_3", retype("prefill", "v_cache_0", F32, {2, 16, 16}),
-      {"method 'prefill' input 4 (v_cache of layer 0): expected float32 [1, 2, 16, 16], got float32 [2, 16, 16]"}, true);
+        {"method 'prefill' input 4 (v_cache of layer 0): expected float32 [1, 2, 16, 16], got float32 [2, 16, 16]"},
+        true);
   c.add("decode_k_cache_context", retype("decode", "k_cache_1", F32, {1, 2, 15, 16}),
-      {"method 'decode' input 6 (k_cache of layer 1): expected float32 [1, 2, 16, 16], got float32 [1, 2, 15, 16]"});
+        {"method 'decode' input 6 (k_cache of layer 1): expected float32 [1, 2, 16, 16], got float32 [1, 2, 15, 16]"});
   c.add("counter_int32_equal_bytes", retype("prefill", "counter_0", I32, {2}),
-      {"method 'prefill' input 5 (counter of layer 0): expected int64 [1], got int32 [2]"}, true);
+        {"method 'prefill' input 5 (counter of layer 0): expected int64 [1], got int32 [2]"}, true);
   c.add("counter_rank_2", retype("decode", "counter_1", I64, {1, 1}),
-      {"method 'decode' input 8 (counter of layer 1): expected int64 [1], got int64 [1, 1]"}, true);
+        {"method 'decode' input 8 (counter of layer 1): expected int64 [1], got int64 [1, 1]"}, true);
   c.add("counter_length_2", retype("prefill", "counter_1", I64, {2}),
-      {"method 'prefill' input 8 (counter of layer 1): expected int64 [1], got int64 [2]"});
+        {"method 'prefill' input 8 (counter of layer 1): expected int64 [1], got int64 [2]"});
   {
-    InvalidFixture* f = c.add("f16_program_k_cache_float32_equal_bytes", retype("decode", "k_cache_0", F32, {1, 2, 16, 8}),
-                            {"method 'decode' input 3 (k_cache of layer 0): expected float16 [1, 2, 16, 16], got float32 [1, 2, 16, 8]"}, true);
+    InvalidFixture* f = c.add(
+        "f16_program_k_cache_float32_equal_bytes", retype("decode", "k_cache_0", F32, {1, 2, 16, 8}),
+        {"method 'decode' input 3 (k_cache of layer 0): expected float16 [1, 2, 16, 16], got float32 [1, 2, 16, 8]"},
+        true);
     f->graph.cache_dtype = DType::F16;
   }
 
   // Outputs.
-  c.add("outputs_too_many", [](ProgramSpec& s) { method(s, "prefill").outputs.push_back({"logits_again", "logits", OutputMemory::Planned}); },
-      {"method 'prefill': expected 7 outputs (6 state updates, logits) or 13 (with the state repeated after logits), got 14"});
+  c.add("outputs_too_many",
+        [](ProgramSpec& s) {
+          method(s, "prefill").outputs.push_back({"logits_again", "logits", OutputMemory::Planned});
+        },
+        {"method 'prefill': expected 7 outputs (6 state updates, logits) or 13 (with the state repeated after logits), "
+         "got 14"});
   c.add("outputs_too_few", [](ProgramSpec& s) { method(s, "decode").outputs.pop_back(); },
-      {"method 'decode': expected 7 outputs (6 state updates, logits) or 13 (with the state repeated after logits), got 12"});
+        {"method 'decode': expected 7 outputs (6 state updates, logits) or 13 (with the state repeated after logits), "
+         "got 12"});
   {
     InvalidFixture* f = c.add("outputs_no_logits", [](ProgramSpec& s) { method(s, "prefill").outputs.pop_back(); },
-                            {"method 'prefill': expected 7 outputs (6 state updates, logits) or 13 (with the state repeated after logits), got 6"});
+                              {"method 'prefill': expected 7 outputs (6 state updates, logits) or 13 (with the state "
+                               "repeated after logits), got 6"});
     f->graph.repeat_state = false;
   }
   c.add("logits_vocab", retype("prefill", "logits", F32, {1, 4, 271}),
-      {"method 'prefill' output 6 (logits): expected float32 [1, 4, 272], got float32 [1, 4, 271]"});
+        {"method 'prefill' output 6 (logits): expected float32 [1, 4, 272], got float32 [1, 4, 271]"});
   c.add("logits_float16_equal_bytes", retype("prefill", "logits", F16, {1, 4, 544}),
-      {"method 'prefill' output 6 (logits): expected float32 [1, 4, 272], got float16 [1, 4, 544]"}, true);
+        {"method 'prefill' output 6 (logits): expected float32 [1, 4, 272], got float16 [1, 4, 544]"}, true);
   c.add("logits_rank_2", retype("decode", "logits", F32, {1, 272}),
-      {"method 'decode' output 6 (logits): expected float32 [1, 1, 272], got float32 [1, 272]"}, true);
+        {"method 'decode' output 6 (logits): expected float32 [1, 1, 272], got float32 [1, 272]"}, true);
   c.add("logits_rows", retype("decode", "logits", F32, {1, 4, 272}),
-      {"method 'decode' output 6 (logits): expected float32 [1, 1, 272], got float32 [1, 4, 272]"});
+        {"method 'decode' output 6 (logits): expected float32 [1, 1, 272], got float32 [1, 4, 272]"});
   c.add("logits_unplanned", [](ProgramSpec& s) { method(s, "prefill").outputs[6].memory = OutputMemory::Unplanned; },
-      {"method 'prefill' output 6 (logits): must be planned, got unplanned"});
+        {"method 'prefill' output 6 (logits): must be planned, got unplanned"});
   c.add("logits_unresolved", [](ProgramSpec& s) { method(s, "decode").outputs[6].value = "no_such_value"; },
-      {"method 'decode' output 6 (logits): expected float32 [1, 1, 272], got an unresolved value"});
+        {"method 'decode' output 6 (logits): expected float32 [1, 1, 272], got an unresolved value"});
   c.add("repeated_counter_int32_equal_bytes", retype("prefill", "counter_0_out", I32, {2}),
-      {"method 'prefill' output 9 (repeated counter of layer 0): expected int64 [1], got int32 [2]"}, true);
+        {"method 'prefill' output 9 (repeated counter of layer 0): expected int64 [1], got int32 [2]"}, true);
   c.add("repeated_k_cache_float16_equal_bytes", retype("decode", "k_cache_1_out", F16, {1, 2, 16, 32}),
-      {"method 'decode' output 10 (repeated k_cache of layer 1): expected float32 [1, 2, 16, 16], got float16 [1, 2, 16, 32]"}, true);
+        {"method 'decode' output 10 (repeated k_cache of layer 1): expected float32 [1, 2, 16, 16], got float16 [1, 2, "
+         "16, 32]"},
+        true);
   c.add("repeated_v_cache_context", retype("prefill", "v_cache_1_out", F32, {1, 2, 8, 16}),
-      {"method 'prefill' output 11 (repeated v_cache of layer 1): expected float32 [1, 2, 16, 16], got float32 [1, 2, 8, 16]"});
-  c.add("repeated_state_planned", [](ProgramSpec& s) { method(s, "prefill").outputs[7].memory = OutputMemory::Planned; },
-      {"method 'prefill' output 7 (repeated k_cache of layer 0): must be unplanned (bound to the state buffer), got planned"});
+        {"method 'prefill' output 11 (repeated v_cache of layer 1): expected float32 [1, 2, 16, 16], got float32 [1, "
+         "2, 8, 16]"});
+  c.add("repeated_state_planned",
+        [](ProgramSpec& s) { method(s, "prefill").outputs[7].memory = OutputMemory::Planned; },
+        {"method 'prefill' output 7 (repeated k_cache of layer 0): must be unplanned (bound to the state buffer), got "
+         "planned"});
   c.add("mutation_prefix_reports_twice", [](ProgramSpec& s) { method(s, "prefill").outputs[1].value = "k_cache_0"; },
-      {"method 'prefill' output 1 (state update): reports input 3 'k_cache_0' a second time"});
+        {"method 'prefill' output 1 (state update): reports input 3 'k_cache_0' a second time"});
   {
     // "reverse" order: counter_1, v_cache_1, k_cache_1, counter_0, v_cache_0, k_cache_0.
-    InvalidFixture* f = c.add("mutation_prefix_reports_twice_reverse", [](ProgramSpec& s) { method(s, "decode").outputs[5].value = "counter_1"; },
-                            {"method 'decode' output 5 (state update): reports input 8 'counter_1' a second time"});
+    InvalidFixture* f = c.add("mutation_prefix_reports_twice_reverse",
+                              [](ProgramSpec& s) { method(s, "decode").outputs[5].value = "counter_1"; },
+                              {"method 'decode' output 5 (state update): reports input 8 'counter_1' a second time"});
     f->graph.mutation_order = "reverse";
   }
-  c.add("mutation_prefix_planned", [](ProgramSpec& s) { method(s, "prefill").outputs[2].memory = OutputMemory::Planned; },
-      {"method 'prefill' output 2 (state update): must report a state input in place (alias), got planned value 'counter_0'"});
-  c.add("mutation_prefix_not_state", [](ProgramSpec& s) { method(s, "decode").outputs[0].value = "mask"; },
+  c.add("mutation_prefix_planned",
+        [](ProgramSpec& s) { method(s, "prefill").outputs[2].memory = OutputMemory::Planned; },
+        {"method 'prefill' output 2 (state update): must report a state input in place (alias), got planned value "
+         "'counter_0'"});
+  c.add(
+      "mutation_prefix_not_state", [](ProgramSpec& s) { method(s, "decode").outputs[0].value = "mask"; },
       {"method 'decode' output 0 (state update): must report a state input in place (alias), got alias value 'mask'"});
 }
 
@@ -344,8 +395,8 @@ test::TempDir& corpus_dir() {
 }
 
 std::string options_key(const std::string& preset, const GraphOptions& g) {
-  return cat(preset, "-p", g.prefill_len, "-c", g.max_context, "-", dtype_name(g.cache_dtype), g.repeat_state ? "-repeat" : "", "-",
-             g.mutation_order);
+  return cat(preset, "-p", g.prefill_len, "-c", g.max_context, "-", dtype_name(g.cache_dtype),
+             g.repeat_state ? "-repeat" : "", "-", g.mutation_order);
 }
 
 // A valid exported program per (preset, options), made once per process.
@@ -360,7 +411,8 @@ std::string base_program(const std::string& preset, const GraphOptions& g) {
   return path;
 }
 
-std::string materialize(const std::string& name, const std::string& preset, const GraphOptions& g, const Mutation& mutate) {
+std::string materialize(const std::string& name, const std::string& preset, const GraphOptions& g,
+                        const Mutation& mutate) {
   static std::map<std::string, std::string> made;
   std::lock_guard<std::mutex> lock(g_mutex);
   auto it = made.find(name);
@@ -418,7 +470,9 @@ const InvalidFixture& invalid_fixture(const std::string& name) {
 }
 
 std::string fixture_path(const ValidFixture& f) { return materialize("valid-" + f.name, f.preset, f.graph, f.edit); }
-std::string fixture_path(const InvalidFixture& f) { return materialize("invalid-" + f.name, f.preset, f.graph, f.mutate); }
+std::string fixture_path(const InvalidFixture& f) {
+  return materialize("invalid-" + f.name, f.preset, f.graph, f.mutate);
+}
 
 void write_with_spec(const Program& source, const ProgramSpec& spec, const std::string& path) {
   ProgramWriter writer(spec);
@@ -433,7 +487,8 @@ void write_with_spec(const Program& source, const ProgramSpec& spec, const std::
   writer.write(path);
 }
 
-std::vector<int64_t> reference_greedy(const std::string& preset, const std::vector<int64_t>& prompt, int steps, DType cache_dtype) {
+std::vector<int64_t> reference_greedy(const std::string& preset, const std::vector<int64_t>& prompt, int steps,
+                                      DType cache_dtype) {
   namespace fs = std::filesystem;
   std::string key = cat(preset, "-s", kSeed, "-", dtype_name(cache_dtype), "-n", steps, "-t");
   for (int64_t t : prompt) key += cat(t, "_");
@@ -441,7 +496,8 @@ std::vector<int64_t> reference_greedy(const std::string& preset, const std::vect
   fs::create_directories(dir);
   const std::string file = dir + "/" + key + ".json";
   if (!file_exists(file)) {
-    nlohmann::json ref = test::reference(test::cached_checkpoint(preset, kSeed), prompt, steps, dtype_name(cache_dtype));
+    nlohmann::json ref =
+        test::reference(test::cached_checkpoint(preset, kSeed), prompt, steps, dtype_name(cache_dtype));
     const std::string tmp = cat(file, ".", ::getpid(), ".tmp");
     {
       std::ofstream out(tmp);

@@ -55,12 +55,15 @@ class NaiveIOManager : public HfStaticIOManager {
     if (!out.empty()) return out;
     const nlohmann::json& m = program.metadata();
     auto i64 = [&](const char* k) { return m[k].get<int64_t>(); };
-    const int64_t L = i64("n_layers"), H = i64("n_kv_heads"), D = i64("head_dim"), C = i64("max_context"), T = i64("prefill_len"),
-                  V = i64("vocab_size");
-    const uint64_t cache_bytes = uint64_t(H * C * D) * dtype_size(*dtype_from_name(m["cache_dtype"].get<std::string>()));
+    const int64_t L = i64("n_layers"), H = i64("n_kv_heads"), D = i64("head_dim"), C = i64("max_context"),
+                  T = i64("prefill_len"), V = i64("vocab_size");
+    const uint64_t cache_bytes =
+        uint64_t(H * C * D) * dtype_size(*dtype_from_name(m["cache_dtype"].get<std::string>()));
     std::vector<uint64_t> state;
     for (int64_t l = 0; l < L; ++l) state.insert(state.end(), {cache_bytes, cache_bytes, 8});
-    auto bytes = [](const ValueSpec* v) { return v ? uint64_t(*shape_numel(v->shape)) * dtype_size(v->dtype) : uint64_t(0); };
+    auto bytes = [](const ValueSpec* v) {
+      return v ? uint64_t(*shape_numel(v->shape)) * dtype_size(v->dtype) : uint64_t(0);
+    };
     for (const auto& [key, rows] : {std::pair<std::string, int64_t>{"prefill_method", T}, {"decode_method", 1}}) {
       const MethodSpec& ms = *program.spec().find_method(m[key].get<std::string>());
       std::vector<uint64_t> inputs = {uint64_t(rows) * 8, uint64_t(rows) * 8, uint64_t(rows * C) * 4};
@@ -68,7 +71,8 @@ class NaiveIOManager : public HfStaticIOManager {
       if (ms.inputs.size() != inputs.size()) out.push_back(cat("method '", ms.name, "': wrong number of inputs"));
       for (size_t i = 0; i < std::min(inputs.size(), ms.inputs.size()); ++i)
         if (bytes(&ms.inputs[i]) != inputs[i])
-          out.push_back(cat("method '", ms.name, "' input ", i, ": expected ", inputs[i], " bytes, got ", bytes(&ms.inputs[i])));
+          out.push_back(
+              cat("method '", ms.name, "' input ", i, ": expected ", inputs[i], " bytes, got ", bytes(&ms.inputs[i])));
       const size_t n = state.size();
       if (ms.outputs.size() != n + 1 && ms.outputs.size() != 2 * n + 1) {
         out.push_back(cat("method '", ms.name, "': wrong number of outputs"));
@@ -77,7 +81,8 @@ class NaiveIOManager : public HfStaticIOManager {
       uint64_t prefix = 0, want_prefix = 0;
       for (size_t i = 0; i < n; ++i) prefix += bytes(ms.output_value(i)), want_prefix += state[i];
       if (prefix != want_prefix) out.push_back(cat("method '", ms.name, "': state updates of ", prefix, " bytes"));
-      if (bytes(ms.output_value(n)) != uint64_t(rows * V) * 4) out.push_back(cat("method '", ms.name, "': logits of the wrong size"));
+      if (bytes(ms.output_value(n)) != uint64_t(rows * V) * 4)
+        out.push_back(cat("method '", ms.name, "': logits of the wrong size"));
       for (size_t j = 0; ms.outputs.size() == 2 * n + 1 && j < n; ++j)
         if (bytes(ms.output_value(n + 1 + j)) != state[j])
           out.push_back(cat("method '", ms.name, "' output ", n + 1 + j, ": wrong size"));

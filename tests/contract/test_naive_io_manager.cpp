@@ -96,7 +96,8 @@ TEST_P(StaleCounters, FeedingFromAnEarlierPositionDiffers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, StaleCounters,
-                         testing::ValuesIn(valid_where([](const ValidFixture& f) { return f.prompt.size() > 2; })), param_name);
+                         testing::ValuesIn(valid_where([](const ValidFixture& f) { return f.prompt.size() > 2; })),
+                         param_name);
 
 // ---- equal-byte mismatches ------------------------------------------------------------------
 
@@ -147,8 +148,11 @@ TEST(EqualBytesMetadata, NaiveLoaderBelievesMetadataThatDisagreesWithTheProgram)
 // A byte-size check still catches what changes the byte size.
 TEST(EqualBytesMetadata, ByteSizeCheckCatchesOtherSizes) {
   NaiveIOManager naive(NaiveDefects::only_byte_size_validation());
-  for (const char* name : {"logits_vocab", "mask_context", "v_cache_head_dim", "counter_length_2", "decode_tokens_prefill_length"})
-    EXPECT_THAT(naive.contract_violations(*Program::load(fixture_path(invalid_fixture(name)))), testing::Not(testing::IsEmpty())) << name;
+  for (const char* name :
+       {"logits_vocab", "mask_context", "v_cache_head_dim", "counter_length_2", "decode_tokens_prefill_length"})
+    EXPECT_THAT(naive.contract_violations(*Program::load(fixture_path(invalid_fixture(name)))),
+                testing::Not(testing::IsEmpty()))
+        << name;
 }
 
 // ---- unbound repeated state -----------------------------------------------------------------
@@ -177,7 +181,8 @@ TEST_P(UnboundStateOutputs, RunRefusesNamingTheUnplannedOutput) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, UnboundStateOutputs,
-                         testing::ValuesIn(valid_where([](const ValidFixture& f) { return f.graph.repeat_state; })), param_name);
+                         testing::ValuesIn(valid_where([](const ValidFixture& f) { return f.graph.repeat_state; })),
+                         param_name);
 
 // ---- tail routing ---------------------------------------------------------------------------
 
@@ -207,7 +212,8 @@ TEST_P(TailRouting, NaivePlanRunsAPaddedPrefillPastTheContext) {
   // overflow the cache.)
 }
 
-INSTANTIATE_TEST_SUITE_P(Corpus, TailRouting, testing::ValuesIn(valid_where([](const ValidFixture& f) { return f.tail_routed(); })),
+INSTANTIATE_TEST_SUITE_P(Corpus, TailRouting,
+                         testing::ValuesIn(valid_where([](const ValidFixture& f) { return f.tail_routed(); })),
                          param_name);
 
 // ---- all defects at once, over the whole valid corpus ----------------------------------------
@@ -222,7 +228,8 @@ TEST_P(AllDefects, ValidProgramsStillLoad) {
   EXPECT_NO_THROW(naive.load(program, HeapAllocator::instance()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Corpus, AllDefects, testing::ValuesIn(valid_where([](const ValidFixture&) { return true; })), param_name);
+INSTANTIATE_TEST_SUITE_P(Corpus, AllDefects, testing::ValuesIn(valid_where([](const ValidFixture&) { return true; })),
+                         param_name);
 
 }  // namespace
 }  // namespace hfstatic::contract

@@ -189,7 +189,8 @@ TEST(RunnerTokenizer, IdsPastTheTokenizerDoNotFailGeneration) {
   auto runner = Runner::load(fixture_path(f), o);
   ASSERT_NE(runner->tokenizer(), nullptr);
   const std::vector<int64_t> want = reference_greedy(f.preset, f.prompt, f.greedy_count(), f.graph.cache_dtype);
-  ASSERT_TRUE(std::any_of(want.begin(), want.end(), [](int64_t t) { return t >= 259; })) << "the fixture samples no such id";
+  ASSERT_TRUE(std::any_of(want.begin(), want.end(), [](int64_t t) { return t >= 259; }))
+      << "the fixture samples no such id";
   GenerationResult r;
   EXPECT_NO_THROW(r = runner->generate_tokens(f.prompt, greedy(f.greedy_count())));
   EXPECT_EQ(r.tokens, want);

@@ -170,7 +170,8 @@ TEST_P(ValidProgram, LastRowLogitsEqualThoseOfAnAllRowsStep) {
   const int64_t V = io->model().vocab_size;
   const size_t n = std::min<size_t>(f.prompt.size(), size_t(io->model().prefill_len));
   const std::vector<Step> plan = io->plan(0, n);
-  if (n < 2 || plan.size() != 1 || plan[0].kind != StepKind::Prefill) GTEST_SKIP() << "no multi-row prefill at position 0";
+  if (n < 2 || plan.size() != 1 || plan[0].kind != StepKind::Prefill)
+    GTEST_SKIP() << "no multi-row prefill at position 0";
   const std::span<const int64_t> tokens(f.prompt.data(), n);
   auto last_row = [&](bool all) {
     hf->set_all_logits(all);
@@ -184,7 +185,8 @@ TEST_P(ValidProgram, LastRowLogitsEqualThoseOfAnAllRowsStep) {
   };
   const std::vector<float> full = last_row(true);
   const std::vector<float> alone = last_row(false);
-  for (int64_t v = 0; v < V; ++v) ASSERT_NEAR(alone[size_t(v)], full[size_t(v)], 1e-4 * (1.0 + std::fabs(full[size_t(v)]))) << "logit " << v;
+  for (int64_t v = 0; v < V; ++v)
+    ASSERT_NEAR(alone[size_t(v)], full[size_t(v)], 1e-4 * (1.0 + std::fabs(full[size_t(v)]))) << "logit " << v;
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, ValidProgram, testing::ValuesIn(valid_names()), param_name);
@@ -201,7 +203,8 @@ TEST_P(RepeatedStateProgram, UnplannedOutputsAreBoundToTheStateBuffers) {
     ASSERT_EQ(exec.method().num_outputs(), 6 * L + 1);
     for (size_t j = 0; j < 3 * L; ++j) {
       EXPECT_EQ(exec.method().output_memory(3 * L + 1 + j), OutputMemory::Unplanned);
-      EXPECT_EQ(exec.output_data(3 * L + 1 + j), hf->state_buffer(j)) << step_kind_name(kind) << " output " << 3 * L + 1 + j;
+      EXPECT_EQ(exec.output_data(3 * L + 1 + j), hf->state_buffer(j))
+          << step_kind_name(kind) << " output " << 3 * L + 1 + j;
     }
   }
   io->reset();

@@ -89,7 +89,8 @@ TEST_P(DemoPerplexity, HeldOutPerplexityMatchesPyTorch) {
     for (const Step& st : io->plan(0, n_prefill)) {
       ASSERT_EQ(st.kind, StepKind::Prefill);
       ASSERT_TRUE(io->step(st.kind, st.start_pos, inputs.subspan(st.begin, st.count), nullptr).ok());
-      const float* all = static_cast<const float*>(hf.execution(StepKind::Prefill).output_data(3 * io->model().n_layers));
+      const float* all =
+          static_cast<const float*>(hf.execution(StepKind::Prefill).output_data(3 * io->model().n_layers));
       for (size_t r = 0; r < st.count; ++r) {
         total += nll(all + r * V, V, tokens[s + st.begin + r + 1]);
         ++scored, ++by_prefill;
@@ -108,8 +109,9 @@ TEST_P(DemoPerplexity, HeldOutPerplexityMatchesPyTorch) {
   EXPECT_GT(by_prefill, 0u);
   EXPECT_GT(by_decode, by_prefill);
   const double got = std::exp(total / double(scored));
-  std::printf("held-out perplexity over %zu tokens (%zu by prefill, %zu by decode), %s cache: hfstatic %.6f, PyTorch %.6f\n",
-              scored, by_prefill, by_decode, dtype_name(GetParam()), got, want);
+  std::printf(
+      "held-out perplexity over %zu tokens (%zu by prefill, %zu by decode), %s cache: hfstatic %.6f, PyTorch %.6f\n",
+      scored, by_prefill, by_decode, dtype_name(GetParam()), got, want);
   EXPECT_NEAR(got, want, 0.01 * want);
 }
 

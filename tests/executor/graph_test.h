@@ -38,7 +38,8 @@ struct Graph {
     m.values.push_back({n, t, std::move(s)});
     return *this;
   }
-  Graph& node(const std::string& op, std::vector<std::string> ins, std::vector<std::string> outs, json attrs = json::object()) {
+  Graph& node(const std::string& op, std::vector<std::string> ins, std::vector<std::string> outs,
+              json attrs = json::object()) {
     m.nodes.push_back({op, std::move(ins), std::move(outs), std::move(attrs)});
     return *this;
   }

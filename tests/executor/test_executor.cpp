@@ -10,8 +10,8 @@
 
 #include "executor/method.h"
 #include "format/program.h"
-#include "kernels/thread_pool.h"
 #include "graph_test.h"
+#include "kernels/thread_pool.h"
 #include "test_support.h"
 #include "util/error.h"
 
@@ -49,8 +49,8 @@ TEST_F(Executor, TinyPresetArenaReusesMemory) {
 }
 
 // y = x W^T + b, row-major, in double.
-std::vector<double> ref_linear(const std::vector<double>& x, int64_t rows, int64_t in, const std::vector<float>& w, int64_t out,
-                               const std::vector<float>* b = nullptr) {
+std::vector<double> ref_linear(const std::vector<double>& x, int64_t rows, int64_t in, const std::vector<float>& w,
+                               int64_t out, const std::vector<float>* b = nullptr) {
   std::vector<double> y(size_t(rows * out));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t o = 0; o < out; ++o) {
@@ -117,7 +117,8 @@ TEST_F(Executor, ArenaPlanKeepsLiveValuesApart) {
     auto compare = [&](size_t out, const std::vector<double>& want, const char* what) {
       const float* got = static_cast<const float*>(ex.output_data(out));
       double worst = 0;
-      for (size_t k = 0; k < want.size(); ++k) worst = std::max(worst, std::fabs(double(got[k]) - want[k]) / (1.0 + std::fabs(want[k])));
+      for (size_t k = 0; k < want.size(); ++k)
+        worst = std::max(worst, std::fabs(double(got[k]) - want[k]) / (1.0 + std::fabs(want[k])));
       EXPECT_LT(worst, 1e-5) << what;
     };
     compare(0, d, "d");
@@ -150,7 +151,10 @@ TEST_F(Executor, LinearNodesSharingAnInputRunAsOneStep) {
     SCOPED_TRACE(T);
     Graph g;
     g.in("x", DType::F32, {1, T, N}).weight("w0", {outs[0], N}, w0).weight("w1", {outs[1], N}, w1);
-    g.weight("w2", {outs[2], N}, w2).weight("b1", {outs[1]}, bias).weight("wa", {N, outs[0]}, wa).weight("wb", {5, outs[0]}, wb);
+    g.weight("w2", {outs[2], N}, w2)
+        .weight("b1", {outs[1]}, bias)
+        .weight("wa", {N, outs[0]}, wa)
+        .weight("wb", {5, outs[0]}, wb);
     g.val("s", DType::F32, {1, T, N}).val("a", DType::F32, {1, T, outs[0]}).val("b", DType::F32, {1, T, outs[1]});
     g.val("c", DType::F32, {1, T, outs[2]}).val("d", DType::F32, {1, T, N}).val("e", DType::F32, {1, T, 5});
     g.node("add", {"x", "x"}, {"s"});
@@ -169,8 +173,9 @@ TEST_F(Executor, LinearNodesSharingAnInputRunAsOneStep) {
     std::vector<double> sd(x.size());
     for (size_t i = 0; i < x.size(); ++i) sd[i] = 2.0 * double(x[i]);
     const auto a = ref_linear(sd, T, N, w0, outs[0]);
-    const std::vector<std::vector<double>> want = {a, ref_linear(sd, T, N, w1, outs[1], &bias), ref_linear(sd, T, N, w2, outs[2]),
-                                                   ref_linear(a, T, outs[0], wa, N), ref_linear(a, T, outs[0], wb, 5)};
+    const std::vector<std::vector<double>> want = {a, ref_linear(sd, T, N, w1, outs[1], &bias),
+                                                   ref_linear(sd, T, N, w2, outs[2]), ref_linear(a, T, outs[0], wa, N),
+                                                   ref_linear(a, T, outs[0], wb, 5)};
     // With two threads, the threads waiting at the end of each step prefetch the next group's
     // weights, or not: the results are the same.
     RuntimeOptions no_idle_prefetch;
@@ -226,8 +231,10 @@ TEST_F(Executor, OnlyTheWantedRowsOfAnOutputAreComputed) {
   for (int64_t r = 0; r < T; ++r)
     for (int64_t o = 0; o < O; ++o) {
       const float got = y[r * O + o];
-      if (r >= 2 && r < 4) EXPECT_NEAR(got, want[size_t(r * O + o)], 1e-5) << "row " << r;
-      else EXPECT_EQ(got, sentinel) << "row " << r << " was computed";
+      if (r >= 2 && r < 4)
+        EXPECT_NEAR(got, want[size_t(r * O + o)], 1e-5) << "row " << r;
+      else
+        EXPECT_EQ(got, sentinel) << "row " << r << " was computed";
     }
 
   ex.set_output_rows(0, 0, T);  // all rows again
@@ -265,7 +272,8 @@ TEST_F(Executor, NormAndSiluMulFoldIntoTheLinearsOnlyWhenNothingElseReadsThem) {
       g.out("y", "y", OutputMemory::Planned);
       if (variant == 1) g.out("h", "h", OutputMemory::Planned);
       if (variant == 2) g.out("s", "s", OutputMemory::Planned);
-      if (variant == 3) g.val("z", DType::F32, {1, T, F}).node("add", {"s", "s"}, {"z"}).out("z", "z", OutputMemory::Planned);
+      if (variant == 3)
+        g.val("z", DType::F32, {1, T, F}).node("add", {"s", "s"}, {"z"}).out("z", "z", OutputMemory::Planned);
       auto method = load(g);
       EXPECT_EQ(method->num_folded_steps(), variant == 0 ? 2u : 1u);
 
@@ -275,7 +283,8 @@ TEST_F(Executor, NormAndSiluMulFoldIntoTheLinearsOnlyWhenNothingElseReadsThem) {
       for (int64_t r = 0; r < T; ++r) {
         double ss = 0;
         for (int64_t i = 0; i < N; ++i) ss += double(x[size_t(r * N + i)]) * x[size_t(r * N + i)];
-        for (int64_t i = 0; i < N; ++i) h[size_t(r * N + i)] = x[size_t(r * N + i)] / std::sqrt(ss / N + 1e-5) * norm[size_t(i)];
+        for (int64_t i = 0; i < N; ++i)
+          h[size_t(r * N + i)] = x[size_t(r * N + i)] / std::sqrt(ss / N + 1e-5) * norm[size_t(i)];
       }
       const std::vector<double> s_want = ref_silu_mul(ref_linear(h, T, N, w1, F), ref_linear(h, T, N, w2, F));
       const std::vector<double> y_want = ref_linear(s_want, T, F, w3, O);
@@ -323,7 +332,8 @@ TEST_F(Executor, AFoldedValueTakesNoArenaSpace) {
     const float* y = static_cast<const float*>(ex.output_data(0));
     for (int64_t r = 0; r < T; ++r) {
       double ss = 0, sum = 0;
-      for (int64_t i = 0; i < N; ++i) ss += double(x[size_t(r * N + i)]) * x[size_t(r * N + i)], sum += x[size_t(r * N + i)];
+      for (int64_t i = 0; i < N; ++i)
+        ss += double(x[size_t(r * N + i)]) * x[size_t(r * N + i)], sum += x[size_t(r * N + i)];
       const double want = 0.5 * sum / std::sqrt(ss / N + 1e-5);
       for (int64_t o = 0; o < O; ++o) ASSERT_NEAR(y[r * O + o], want, 1e-4 * (1.0 + std::fabs(want))) << r << " " << o;
     }

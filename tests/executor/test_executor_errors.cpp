@@ -10,8 +10,8 @@
 
 #include "executor/method.h"
 #include "format/program.h"
-#include "kernels/thread_pool.h"
 #include "graph_test.h"
+#include "kernels/thread_pool.h"
 #include "test_support.h"
 #include "util/error.h"
 
@@ -51,9 +51,13 @@ TEST_F(ExecutorErrors, OperandUsedBeforeItIsProduced) {
 
 TEST_F(ExecutorErrors, OperandNeitherInputWeightNorValue) {
   Graph g;
-  g.in("x", DType::F32, X).val("y", DType::F32, X).node("add", {"x", "ghost"}, {"y"}).out("y", "y", OutputMemory::Planned);
+  g.in("x", DType::F32, X)
+      .val("y", DType::F32, X)
+      .node("add", {"x", "ghost"}, {"y"})
+      .out("y", "y", OutputMemory::Planned);
   g.weight("w", {3, 4});
-  EXPECT_THAT(load_error(g), HasSubstr("method 'm' node 0 (add): operand 'ghost' is not an input, a weight or a declared value"));
+  EXPECT_THAT(load_error(g),
+              HasSubstr("method 'm' node 0 (add): operand 'ghost' is not an input, a weight or a declared value"));
 }
 
 TEST_F(ExecutorErrors, ValueProducedTwice) {
@@ -80,14 +84,17 @@ TEST_F(ExecutorErrors, DeclaredShapeDiffersFromOp) {
   Graph g;
   g.in("x", DType::F32, X).val("y", DType::F32, X).weight("w", {3, 4});
   g.node("linear", {"x", "w"}, {"y"}).out("y", "y", OutputMemory::Planned);
-  EXPECT_THAT(load_error(g), HasSubstr("method 'm' node 0 (linear): output 'y' is declared float32 [1, 2, 4] but the op "
-                                       "produces float32 [1, 2, 3]"));
+  EXPECT_THAT(load_error(g),
+              HasSubstr("method 'm' node 0 (linear): output 'y' is declared float32 [1, 2, 4] but the op "
+                        "produces float32 [1, 2, 3]"));
 }
 
 TEST_F(ExecutorErrors, DeclaredDtypeDiffersFromOp) {
   Graph g;
   g.in("x", DType::F32, X).val("y", DType::F16, X).node("copy", {"x"}, {"y"}).out("y", "y", OutputMemory::Planned);
-  EXPECT_THAT(load_error(g), HasSubstr("node 0 (copy): output 'y' is declared float16 [1, 2, 4] but the op produces float32 [1, 2, 4]"));
+  EXPECT_THAT(
+      load_error(g),
+      HasSubstr("node 0 (copy): output 'y' is declared float16 [1, 2, 4] but the op produces float32 [1, 2, 4]"));
 }
 
 TEST_F(ExecutorErrors, NodeOutputsMismatch) {
@@ -120,7 +127,8 @@ TEST_F(ExecutorErrors, OpInputDtype) {
   Graph h;
   h.in("x", DType::F32, X).val("y", DType::F32, {1, 2, 3}).weight_i64("w", {3, 4});
   h.node("linear", {"x", "w"}, {"y"}).out("y", "y", OutputMemory::Planned);
-  EXPECT_THAT(load_error(h), HasSubstr("node 0 (linear): input 1 'w' (int64 [3, 4]) must be float32, float16 or bfloat16"));
+  EXPECT_THAT(load_error(h),
+              HasSubstr("node 0 (linear): input 1 'w' (int64 [3, 4]) must be float32, float16 or bfloat16"));
 }
 
 TEST_F(ExecutorErrors, OpInputRank) {
@@ -138,16 +146,18 @@ TEST_F(ExecutorErrors, AddShapesDiffer) {
   Graph g;
   g.in("x", DType::F32, X).in("r", DType::F32, {1, 2, 5}).val("y", DType::F32, X);
   g.node("silu_mul", {"x", "r"}, {"y"}).out("y", "y", OutputMemory::Planned);
-  EXPECT_THAT(load_error(g), HasSubstr("node 0 (silu_mul): input 1 'r' (float32 [1, 2, 5]) must have the shape of input 0 'x' "
-                                       "(float32 [1, 2, 4])"));
+  EXPECT_THAT(load_error(g),
+              HasSubstr("node 0 (silu_mul): input 1 'r' (float32 [1, 2, 5]) must have the shape of input 0 'x' "
+                        "(float32 [1, 2, 4])"));
 }
 
 TEST_F(ExecutorErrors, LinearMismatchedColumns) {
   Graph g;
   g.in("x", DType::F32, X).val("y", DType::F32, {1, 2, 3}).weight("w", {3, 5});
   g.node("linear", {"x", "w"}, {"y"}).out("y", "y", OutputMemory::Planned);
-  EXPECT_THAT(load_error(g), HasSubstr("node 0 (linear): input 1 'w' (float32 [3, 5]) must have 4 columns to match input 0 'x' "
-                                       "(float32 [1, 2, 4])"));
+  EXPECT_THAT(load_error(g),
+              HasSubstr("node 0 (linear): input 1 'w' (float32 [3, 5]) must have 4 columns to match input 0 'x' "
+                        "(float32 [1, 2, 4])"));
 }
 
 TEST_F(ExecutorErrors, LinearBiasLength) {
@@ -161,7 +171,8 @@ TEST_F(ExecutorErrors, RmsNormWeightLengthAndAttributes) {
   Graph g;
   g.in("x", DType::F32, X).val("y", DType::F32, X).weight("nw", {5});
   g.node("rms_norm", {"x", "nw"}, {"y"}, {{"eps", 1e-5}}).out("y", "y", OutputMemory::Planned);
-  EXPECT_THAT(load_error(g), HasSubstr("node 0 (rms_norm): input 1 'nw' (float32 [5]) must have length 4 to match input 0 'x'"));
+  EXPECT_THAT(load_error(g),
+              HasSubstr("node 0 (rms_norm): input 1 'nw' (float32 [5]) must have length 4 to match input 0 'x'"));
 
   Graph h;
   h.in("x", DType::F32, X).val("y", DType::F32, X).weight("nw", {4});
@@ -200,7 +211,10 @@ TEST_F(ExecutorErrors, ZeroSizedOperandsAreRefused) {
 
 TEST_F(ExecutorErrors, ErrorsNameTheProgramFile) {
   Graph g;
-  g.in("x", DType::F32, X).val("y", DType::F32, X).node("frobnicate", {"x"}, {"y"}).out("y", "y", OutputMemory::Planned);
+  g.in("x", DType::F32, X)
+      .val("y", DType::F32, X)
+      .node("frobnicate", {"x"}, {"y"})
+      .out("y", "y", OutputMemory::Planned);
   EXPECT_THAT(load_error(g), testing::StartsWith(dir.path()));
 }
 
@@ -216,7 +230,8 @@ Graph attention_graph(int64_t n_heads, int64_t kv_heads, int64_t head_dim, int64
 }
 
 TEST_F(ExecutorErrors, AttentionHeadsNotMultipleOfKvHeads) {
-  EXPECT_THAT(load_error(attention_graph(3, 2, 4, 8)), HasSubstr("node 0 (attention): n_heads 3 is not a multiple of the cache's 2 kv heads"));
+  EXPECT_THAT(load_error(attention_graph(3, 2, 4, 8)),
+              HasSubstr("node 0 (attention): n_heads 3 is not a multiple of the cache's 2 kv heads"));
   EXPECT_NO_THROW(load(attention_graph(4, 2, 4, 8)));
   Graph g = attention_graph(4, 2, 4, 8);
   g.m.nodes[0].attrs = {{"n_heads", 2}};
@@ -238,7 +253,8 @@ Graph cache_write_graph(int64_t heads, int64_t head_dim, int64_t context, int64_
 TEST_F(ExecutorErrors, CacheWriteMaskShape) {
   EXPECT_THAT(load_error(cache_write_graph(2, 4, 8, 2, {1, 1, 2, 7})),
               HasSubstr("node 0 (cache_write): input 5 'mask' (float32 [1, 1, 2, 7]) must be [1, 1, 2, 8]"));
-  EXPECT_THAT(load_error(cache_write_graph(2, 4, 8, 2, {1, 1, 3, 8})), HasSubstr("input 5 'mask' (float32 [1, 1, 3, 8]) must be [1, 1, 2, 8]"));
+  EXPECT_THAT(load_error(cache_write_graph(2, 4, 8, 2, {1, 1, 3, 8})),
+              HasSubstr("input 5 'mask' (float32 [1, 1, 3, 8]) must be [1, 1, 2, 8]"));
   EXPECT_NO_THROW(load(cache_write_graph(2, 4, 8, 2, {1, 1, 2, 8})));
 }
 
@@ -251,7 +267,8 @@ TEST_F(ExecutorErrors, CacheWriteOperandShapes) {
   EXPECT_THAT(load_error(g), HasSubstr("input 0 'k' (float32 [1, 2, 6]) must be [1, 2, 8] to fit the cache"));
   g = cache_write_graph(2, 4, 8, 2, {1, 1, 2, 8});
   g.m.inputs[3].dtype = DType::F16;
-  EXPECT_THAT(load_error(g), HasSubstr("input 3 'vc' (float16 [1, 2, 8, 4]) must match input 2 'kc' (float32 [1, 2, 8, 4])"));
+  EXPECT_THAT(load_error(g),
+              HasSubstr("input 3 'vc' (float16 [1, 2, 8, 4]) must match input 2 'kc' (float32 [1, 2, 8, 4])"));
 }
 
 TEST_F(ExecutorErrors, WeightUpdatedInPlaceIsRejected) {
@@ -261,7 +278,8 @@ TEST_F(ExecutorErrors, WeightUpdatedInPlaceIsRejected) {
   g.in("counter", DType::I64, {1}).in("mask", DType::F32, {1, 1, 2, 8});
   g.node("cache_write", {"k", "v", "kc", "vc", "counter", "mask"}, {});
   g.out("counter_updated", "counter", OutputMemory::Alias);
-  EXPECT_THAT(load_error(g), HasSubstr("node 0 (cache_write): updates operand 'kc' in place, but only method inputs may be updated"));
+  EXPECT_THAT(load_error(g),
+              HasSubstr("node 0 (cache_write): updates operand 'kc' in place, but only method inputs may be updated"));
 }
 
 TEST_F(ExecutorErrors, InputWithTheNameOfAWeight) {
@@ -274,7 +292,8 @@ TEST_F(ExecutorErrors, InputWithTheNameOfAWeight) {
 TEST_F(ExecutorErrors, AliasOutputNamingANonInput) {
   Graph g;
   g.in("x", DType::F32, X).val("y", DType::F32, X).node("copy", {"x"}, {"y"}).out("y_alias", "y", OutputMemory::Alias);
-  EXPECT_THAT(load_error(g), HasSubstr("method 'm' output 0 'y_alias': an alias output must name a method input, 'y' is not one"));
+  EXPECT_THAT(load_error(g),
+              HasSubstr("method 'm' output 0 'y_alias': an alias output must name a method input, 'y' is not one"));
 }
 
 TEST_F(ExecutorErrors, AliasOutputOfAnInputNoNodeUpdates) {
@@ -287,7 +306,8 @@ TEST_F(ExecutorErrors, PlannedOutputNamingAnInput) {
   Graph g;
   g.in("x", DType::F32, X).val("y", DType::F32, X).node("copy", {"x"}, {"y"});
   g.out("y", "y", OutputMemory::Planned).out("x_out", "x", OutputMemory::Planned);
-  EXPECT_THAT(load_error(g), HasSubstr("method 'm' output 1 'x_out': a planned output must name a value a node produces"));
+  EXPECT_THAT(load_error(g),
+              HasSubstr("method 'm' output 1 'x_out': a planned output must name a value a node produces"));
 }
 
 TEST_F(ExecutorErrors, OutputProblems) {
@@ -364,7 +384,8 @@ TEST_F(ExecutorErrors, EmbeddingTokenOutOfRange) {
   ex.bind_input(0, tokens.data());
   Status s = ex.run();
   ASSERT_FALSE(s.ok());
-  EXPECT_THAT(s.message(), HasSubstr("method 'm' node 0 (embedding): token id 7 at row 1 is outside the vocabulary [0, 5)"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("method 'm' node 0 (embedding): token id 7 at row 1 is outside the vocabulary [0, 5)"));
   tokens = {-1, 0, 0};
   EXPECT_THAT(ex.run().message(), HasSubstr("token id -1 at row 0 is outside the vocabulary [0, 5)"));
   tokens = {4, 0, 2};
@@ -384,7 +405,9 @@ TEST_F(ExecutorErrors, CacheWriteCounterOverflowIsAnError) {
   for (size_t i = 0; i < 6; ++i) ex.bind_input(i, bufs[i]);
   Status s = ex.run();
   ASSERT_FALSE(s.ok());
-  EXPECT_THAT(s.message(), HasSubstr("method 'm' node 0 (cache_write): counter 3 with 2 real rows does not fit the cache of 4 slots"));
+  EXPECT_THAT(
+      s.message(),
+      HasSubstr("method 'm' node 0 (cache_write): counter 3 with 2 real rows does not fit the cache of 4 slots"));
   EXPECT_EQ(counter, 3) << "a failed write must not advance the counter";
   EXPECT_EQ(kc, std::vector<float>(8, 0)) << "a failed write must not touch the cache";
 

@@ -4,15 +4,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
-#include <sstream>
-#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "export/exporter.h"
 #include "export/make_checkpoint.h"
@@ -96,7 +96,8 @@ class ExportErrors : public testing::Test {
   }
 
   // Exports into an empty folder of its own and returns the error; checks nothing is left there.
-  std::string export_error(const std::string& ckpt, const GraphOptions& g = small(), std::optional<DType> wd = std::nullopt) {
+  std::string export_error(const std::string& ckpt, const GraphOptions& g = small(),
+                           std::optional<DType> wd = std::nullopt) {
     std::string out_dir = dir.file(cat("out", count_++));
     fs::create_directories(out_dir);
     std::string out = out_dir + "/p.hfs";
@@ -105,7 +106,8 @@ class ExportErrors : public testing::Test {
     EXPECT_EQ(list_dir(out_dir), std::vector<std::string>{}) << "a failed export left files behind";
     return e;
   }
-  std::string export_ok(const std::string& ckpt, const GraphOptions& g = small(), std::optional<DType> wd = std::nullopt) {
+  std::string export_ok(const std::string& ckpt, const GraphOptions& g = small(),
+                        std::optional<DType> wd = std::nullopt) {
     std::string out = dir.file(cat("ok", count_++, ".hfs"));
     test::export_to(ckpt, out, g, wd);
     return out;
@@ -123,8 +125,11 @@ class ExportErrors : public testing::Test {
 TEST_F(ExportErrors, UnsupportedModelType) {
   auto c = checkpoint();
   edit_config(c, [](json& j) { j["model_type"] = "gpt2"; });
-  EXPECT_THAT(export_error(c), AllOf(HasSubstr("config.json"),
-                                     HasSubstr("config field 'model_type' = 'gpt2' is not supported (supported: llama, mistral, qwen2, qwen3)")));
+  EXPECT_THAT(
+      export_error(c),
+      AllOf(
+          HasSubstr("config.json"),
+          HasSubstr("config field 'model_type' = 'gpt2' is not supported (supported: llama, mistral, qwen2, qwen3)")));
   edit_config(c, [](json& j) { j.erase("model_type"); });
   EXPECT_THAT(export_error(c), HasSubstr("config field 'model_type' is missing or not a string"));
 }
@@ -149,7 +154,8 @@ TEST_F(ExportErrors, BrokenTokenizerOrTemplateFailsTheExport) {
 TEST_F(ExportErrors, RopeScalingYarn) {
   auto c = checkpoint();
   edit_config(c, [](json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; });
-  EXPECT_THAT(export_error(c), HasSubstr("config field 'rope_scaling' type 'yarn' is not supported (supported: llama3)"));
+  EXPECT_THAT(export_error(c),
+              HasSubstr("config field 'rope_scaling' type 'yarn' is not supported (supported: llama3)"));
   edit_config(c, [](json& j) { j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}}; });
   EXPECT_THAT(export_error(c), HasSubstr("config field 'rope_scaling' type 'linear' is not supported"));
   edit_config(c, [](json& j) {
@@ -207,7 +213,8 @@ TEST_F(ExportErrors, Qwen2UseSlidingWindow) {
 TEST_F(ExportErrors, KeyValueHeadsMustDivideHeads) {
   auto c = checkpoint();
   edit_config(c, [](json& j) { j["num_key_value_heads"] = 3; });
-  EXPECT_THAT(export_error(c), HasSubstr("config field 'num_key_value_heads' = 3 does not divide num_attention_heads = 4"));
+  EXPECT_THAT(export_error(c),
+              HasSubstr("config field 'num_key_value_heads' = 3 does not divide num_attention_heads = 4"));
 }
 
 TEST_F(ExportErrors, OddHeadDim) {
@@ -219,11 +226,13 @@ TEST_F(ExportErrors, OddHeadDim) {
   edit_config(d, [](json& j) { j["hidden_size"] = 60; });
   EXPECT_THAT(export_error(d), HasSubstr("config field 'head_dim' = 15 is odd"));
   edit_config(d, [](json& j) { j["hidden_size"] = 66; });
-  EXPECT_THAT(export_error(d), HasSubstr("config field 'hidden_size' = 66 is not a multiple of num_attention_heads = 4"));
+  EXPECT_THAT(export_error(d),
+              HasSubstr("config field 'hidden_size' = 66 is not a multiple of num_attention_heads = 4"));
 }
 
 TEST_F(ExportErrors, MissingRequiredField) {
-  for (const char* field : {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size"}) {
+  for (const char* field :
+       {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size"}) {
     auto c = checkpoint();
     edit_config(c, [&](json& j) { j.erase(field); });
     EXPECT_THAT(export_error(c), HasSubstr(cat("config field '", field, "' is missing"))) << field;
@@ -285,14 +294,17 @@ TEST_F(ExportErrors, TensorWithTheWrongShape) {
     if (t.name == "model.layers.1.mlp.up_proj.weight") t.shape = {t.shape[1], t.shape[0]};
     return true;
   });
-  EXPECT_THAT(export_error(c),
-              HasSubstr("tensor 'model.layers.1.mlp.up_proj.weight' has shape [64, 160] but config.json implies [160, 64]"));
+  EXPECT_THAT(
+      export_error(c),
+      HasSubstr("tensor 'model.layers.1.mlp.up_proj.weight' has shape [64, 160] but config.json implies [160, 64]"));
 }
 
 TEST_F(ExportErrors, MissingTensor) {
   auto c = checkpoint();
   edit_tensors(c, [](TensorBytes& t) { return t.name != "model.layers.0.post_attention_layernorm.weight"; });
-  EXPECT_THAT(export_error(c), AllOf(HasSubstr(c), HasSubstr("checkpoint has no tensor 'model.layers.0.post_attention_layernorm.weight'")));
+  EXPECT_THAT(
+      export_error(c),
+      AllOf(HasSubstr(c), HasSubstr("checkpoint has no tensor 'model.layers.0.post_attention_layernorm.weight'")));
 }
 
 TEST_F(ExportErrors, UntiedModelWithoutLmHead) {
@@ -313,7 +325,8 @@ TEST_F(ExportErrors, IntegerTensor) {
     }
     return true;
   });
-  EXPECT_THAT(export_error(c), HasSubstr("tensor 'model.norm.weight' has dtype int32; weights must be float32, float16 or bfloat16"));
+  EXPECT_THAT(export_error(c),
+              HasSubstr("tensor 'model.norm.weight' has dtype int32; weights must be float32, float16 or bfloat16"));
 }
 
 TEST_F(ExportErrors, CorruptCheckpointFile) {
@@ -352,7 +365,8 @@ TEST_F(ExportErrors, UnknownMutationOrder) {
   auto c = checkpoint();
   GraphOptions g = small();
   g.mutation_order = "sideways";
-  EXPECT_THAT(export_error(c, g), HasSubstr("--mutation-order 'sideways' is not known (known: input, reverse, by-kind, rotate)"));
+  EXPECT_THAT(export_error(c, g),
+              HasSubstr("--mutation-order 'sideways' is not known (known: input, reverse, by-kind, rotate)"));
 }
 
 TEST_F(ExportErrors, UnsupportedCacheDtype) {
@@ -511,8 +525,8 @@ TEST_F(ExportErrors, WeightsDtypeConversionRoundsToNearestEven) {
     EXPECT_EQ(normb[i], want_bf16[i]) << "bfloat16 of " << picked[i];
   }
 
-  for (const char* name : {"model.norm.weight", "model.layers.0.self_attn.q_proj.weight", "model.layers.1.mlp.down_proj.weight",
-                           "lm_head.weight"}) {
+  for (const char* name : {"model.norm.weight", "model.layers.0.self_attn.q_proj.weight",
+                           "model.layers.1.mlp.down_proj.weight", "lm_head.weight"}) {
     SCOPED_TRACE(name);
     const std::vector<float>& src = source.at(name);
     WeightRef w16 = f16->weight(name), wb = bf16->weight(name), w32 = f32->weight(name);
@@ -527,8 +541,8 @@ TEST_F(ExportErrors, WeightsDtypeConversionRoundsToNearestEven) {
       double want16 = round_float(src[i], 10, -14), wantb = round_float(src[i], 7, -126);
       if (decode_f16(h[i]) != want16 || decode_bf16(b[i]) != wantb) {
         if (++mismatches <= 5)
-          ADD_FAILURE() << name << "[" << i << "] = " << src[i] << ": float16 " << decode_f16(h[i]) << " want " << want16
-                        << ", bfloat16 " << decode_bf16(b[i]) << " want " << wantb;
+          ADD_FAILURE() << name << "[" << i << "] = " << src[i] << ": float16 " << decode_f16(h[i]) << " want "
+                        << want16 << ", bfloat16 " << decode_bf16(b[i]) << " want " << wantb;
       }
       changed += double(src[i]) != wantb;
     }

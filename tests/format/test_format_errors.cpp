@@ -145,7 +145,8 @@ TEST_F(FormatErrors, HeaderLengthOverTheLimit) {
   o.max_header_size = 16;
   std::string header = R"({"__metadata__":{"a":"bbbbbbbbbbbbbbbb"}})";
   EXPECT_THAT(parse_error(container(header), o),
-              AllOf(HasSubstr("blob.safetensors"), HasSubstr(cat("header length ", header.size(), " exceeds the limit of 16 bytes"))));
+              AllOf(HasSubstr("blob.safetensors"),
+                    HasSubstr(cat("header length ", header.size(), " exceeds the limit of 16 bytes"))));
   // The same header is fine under the default limit.
   auto bytes = container(header);
   EXPECT_NO_THROW(SafetensorsView::parse(bytes.data(), bytes.size(), "ok"));
@@ -157,7 +158,8 @@ TEST_F(FormatErrors, HeaderTooSmallForAnObject) {
 }
 
 TEST_F(FormatErrors, HeaderNotJson) {
-  EXPECT_THAT(load_error(container(padded("{\"a\": [1, 2"))), AllOf(HasSubstr("bad.hfs"), HasSubstr("header is not valid JSON")));
+  EXPECT_THAT(load_error(container(padded("{\"a\": [1, 2"))),
+              AllOf(HasSubstr("bad.hfs"), HasSubstr("header is not valid JSON")));
   // Bytes beyond the declared header length are data, not header: a header cut short is invalid.
   EXPECT_THAT(load_error(container("{\"__metadata__\":{}}", {}, 8)), HasSubstr("header is not valid JSON"));
 }
@@ -169,7 +171,8 @@ TEST_F(FormatErrors, HeaderJsonNotAnObject) {
 
 TEST_F(FormatErrors, MetadataNotAnObjectOrNotStrings) {
   EXPECT_THAT(load_error(container(padded(R"({"__metadata__": [1]})"))), HasSubstr("__metadata__ is not an object"));
-  EXPECT_THAT(load_error(container(padded(R"({"__metadata__": {"k": 3}})"))), HasSubstr("__metadata__.k is not a string"));
+  EXPECT_THAT(load_error(container(padded(R"({"__metadata__": {"k": 3}})"))),
+              HasSubstr("__metadata__.k is not a string"));
 }
 
 // ---- container: tensor entries -------------------------------------------------------------
@@ -192,41 +195,51 @@ TEST_F(FormatErrors, UnknownDtype) {
   EXPECT_THAT(load_error(container(padded(R"({"w": {"dtype": 4, "shape": [4], "data_offsets": [0, 32]}})"), data)),
               HasSubstr("tensor 'w' dtype is not a string"));
   // Program names are not safetensors names.
-  EXPECT_THAT(load_error(container(padded(R"({"w": {"dtype": "float32", "shape": [4], "data_offsets": [0, 16]}})"), data)),
-              HasSubstr("tensor 'w' dtype 'float32' is not supported"));
+  EXPECT_THAT(
+      load_error(container(padded(R"({"w": {"dtype": "float32", "shape": [4], "data_offsets": [0, 16]}})"), data)),
+      HasSubstr("tensor 'w' dtype 'float32' is not supported"));
 }
 
 TEST_F(FormatErrors, NegativeOrNonIntegerDimension) {
   std::vector<uint8_t> data(64);
-  EXPECT_THAT(load_error(container(padded(R"({"w": {"dtype": "F32", "shape": [-1, 4], "data_offsets": [0, 16]}})"), data)),
-              HasSubstr("tensor 'w' shape has dimension -1 outside [0, 2^40]"));
+  EXPECT_THAT(
+      load_error(container(padded(R"({"w": {"dtype": "F32", "shape": [-1, 4], "data_offsets": [0, 16]}})"), data)),
+      HasSubstr("tensor 'w' shape has dimension -1 outside [0, 2^40]"));
   EXPECT_THAT(load_error(container(padded(R"({"w": {"dtype": "F32", "shape": [2.5], "data_offsets": [0, 8]}})"), data)),
               HasSubstr("tensor 'w' shape has a non-integer dimension"));
-  EXPECT_THAT(load_error(container(padded(R"({"w": {"dtype": "F32", "shape": ["4"], "data_offsets": [0, 16]}})"), data)),
-              HasSubstr("tensor 'w' shape has a non-integer dimension"));
+  EXPECT_THAT(
+      load_error(container(padded(R"({"w": {"dtype": "F32", "shape": ["4"], "data_offsets": [0, 16]}})"), data)),
+      HasSubstr("tensor 'w' shape has a non-integer dimension"));
   EXPECT_THAT(load_error(container(padded(R"({"w": {"dtype": "F32", "shape": 4, "data_offsets": [0, 16]}})"), data)),
               HasSubstr("tensor 'w' shape is not an array"));
-  EXPECT_THAT(load_error(container(padded(R"({"w": {"dtype": "U8", "shape": [1,1,1,1,1,1,1,1,1], "data_offsets": [0, 1]}})"), data)),
+  EXPECT_THAT(load_error(container(
+                  padded(R"({"w": {"dtype": "U8", "shape": [1,1,1,1,1,1,1,1,1], "data_offsets": [0, 1]}})"), data)),
               HasSubstr("tensor 'w' shape has rank 9, more than 8"));
-  EXPECT_THAT(load_error(container(padded(R"({"w": {"dtype": "U8", "shape": [1099511627777], "data_offsets": [0, 1]}})"), data)),
+  EXPECT_THAT(load_error(container(
+                  padded(R"({"w": {"dtype": "U8", "shape": [1099511627777], "data_offsets": [0, 1]}})"), data)),
               HasSubstr("tensor 'w' shape has dimension 1099511627777 outside [0, 2^40]"));
 }
 
 TEST_F(FormatErrors, ShapeProductOverflow) {
   std::vector<uint8_t> data(64);
   // 2^40 * 2^40 elements overflows int64.
-  EXPECT_THAT(load_error(container(padded(R"({"w": {"dtype": "U8", "shape": [1099511627776, 1099511627776], "data_offsets": [0, 16]}})"), data)),
-              HasSubstr("tensor 'w' shape [1099511627776, 1099511627776]: element count overflows"));
+  EXPECT_THAT(
+      load_error(container(
+          padded(R"({"w": {"dtype": "U8", "shape": [1099511627776, 1099511627776], "data_offsets": [0, 16]}})"), data)),
+      HasSubstr("tensor 'w' shape [1099511627776, 1099511627776]: element count overflows"));
   // 2^62 float32 elements fit int64 but their 2^64 bytes do not fit uint64.
-  EXPECT_THAT(load_error(container(padded(R"({"w": {"dtype": "F32", "shape": [1073741824, 1073741824, 4], "data_offsets": [0, 0]}})"), data)),
-              HasSubstr("tensor 'w' shape [1073741824, 1073741824, 4]: element count overflows"));
+  EXPECT_THAT(
+      load_error(container(
+          padded(R"({"w": {"dtype": "F32", "shape": [1073741824, 1073741824, 4], "data_offsets": [0, 0]}})"), data)),
+      HasSubstr("tensor 'w' shape [1073741824, 1073741824, 4]: element count overflows"));
 }
 
 TEST_F(FormatErrors, DataOffsetsMalformed) {
   std::vector<uint8_t> data(16);
   for (const char* offsets : {"[0]", "[0, 16, 32]", "[-4, 16]", "[0, 1.5]", "\"0-16\""}) {
     std::string h = cat(R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": )", offsets, "}}");
-    EXPECT_THAT(load_error(container(padded(h), data)), HasSubstr("tensor 'w' data_offsets is not a pair of non-negative integers"))
+    EXPECT_THAT(load_error(container(padded(h), data)),
+                HasSubstr("tensor 'w' data_offsets is not a pair of non-negative integers"))
         << offsets;
   }
 }
@@ -264,8 +277,9 @@ TEST_F(FormatErrors, DtypeSizeMismatch) {
   std::vector<uint8_t> data(16);
   EXPECT_THAT(load_error(container(padded(R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 12]}})"), data)),
               HasSubstr("tensor 'w' size: data_offsets span 12 bytes but F32 [4] needs 16"));
-  EXPECT_THAT(load_error(container(padded(R"({"w": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 16]}})"), data)),
-              HasSubstr("tensor 'w' size: data_offsets span 16 bytes but BF16 [2, 2] needs 8"));
+  EXPECT_THAT(
+      load_error(container(padded(R"({"w": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 16]}})"), data)),
+      HasSubstr("tensor 'w' size: data_offsets span 16 bytes but BF16 [2, 2] needs 8"));
 }
 
 TEST_F(FormatErrors, MisalignedTensorInProgram) {
@@ -277,13 +291,15 @@ TEST_F(FormatErrors, MisalignedTensorInProgram) {
   // ...programs may not.
   EXPECT_THAT(load_error(bytes), HasSubstr("tensor 'w' data_offsets begin 2 is not aligned to its 4-byte elements"));
   h = padded(R"({"w": {"dtype": "I64", "shape": [2], "data_offsets": [4, 20]}})");
-  EXPECT_THAT(load_error(container(h, data)), HasSubstr("tensor 'w' data_offsets begin 4 is not aligned to its 8-byte elements"));
+  EXPECT_THAT(load_error(container(h, data)),
+              HasSubstr("tensor 'w' data_offsets begin 4 is not aligned to its 8-byte elements"));
 }
 
 TEST_F(FormatErrors, MisalignedDataAreaInProgram) {
   std::string h = R"({"__metadata__":{}})";  // 8 + 19 bytes: data starts at byte 27
   ASSERT_NE((8 + h.size()) % 8, 0u);
-  EXPECT_THAT(load_error(container(h)), HasSubstr(cat("data area starts at byte ", 8 + h.size(), ", not a multiple of 8")));
+  EXPECT_THAT(load_error(container(h)),
+              HasSubstr(cat("data area starts at byte ", 8 + h.size(), ", not a multiple of 8")));
 }
 
 // ---- program metadata and spec -------------------------------------------------------------
@@ -342,9 +358,13 @@ TEST_F(FormatErrors, SpecUnknownValueDtype) {
 }
 
 TEST_F(FormatErrors, SpecBadValueShape) {
-  EXPECT_THAT(spec_error([](json& s) { s["methods"][0]["values"][0]["shape"] = json::array({1, -3}); }),
+  EXPECT_THAT(spec_error([](json& s) {
+                s["methods"][0]["values"][0]["shape"] = json::array({1, -3});
+              }),
               HasSubstr("method 'prefill' values[0].shape has an invalid dimension -3"));
-  EXPECT_THAT(spec_error([](json& s) { s["methods"][0]["values"][0]["shape"] = json::array({1, 0.5}); }),
+  EXPECT_THAT(spec_error([](json& s) {
+                s["methods"][0]["values"][0]["shape"] = json::array({1, 0.5});
+              }),
               HasSubstr("method 'prefill' values[0].shape has an invalid dimension 0.5"));
   EXPECT_THAT(spec_error([](json& s) {
                 s["methods"][0]["values"][0]["shape"] = json::array({int64_t(1) << 40, int64_t(1) << 40});
@@ -459,7 +479,8 @@ TEST_F(FormatErrors, WriterRejectsBadTensors) {
   EXPECT_THAT(error_of([&] { writer.add_weight("hfstatic.file.x", DType::U8, {1}, [](uint8_t*) {}); }),
               HasSubstr("weight name 'hfstatic.file.x' uses the reserved prefix"));
   writer.add_weight_bytes("a", DType::U8, {1}, {7});
-  EXPECT_THAT(error_of([&] { writer.add_weight_bytes("a", DType::U8, {1}, {8}); }), HasSubstr("tensor 'a' added twice"));
+  EXPECT_THAT(error_of([&] { writer.add_weight_bytes("a", DType::U8, {1}, {8}); }),
+              HasSubstr("tensor 'a' added twice"));
   EXPECT_THAT(error_of([&] { writer.add_weight("__metadata__", DType::U8, {1}, [](uint8_t*) {}); }),
               HasSubstr("'__metadata__' cannot name a tensor"));
 }
@@ -471,7 +492,8 @@ TEST_F(FormatErrors, TruncatedDataNamesATensorPastTheCut) {
   const uint64_t cut = view.data_size() / 2;
   file.resize(data_start + cut);
   std::string e = load_error(file, "truncated.hfs");
-  EXPECT_THAT(e, AllOf(HasSubstr("truncated.hfs"), HasSubstr("runs past the end of the data"), HasSubstr(cat("(", cut, " bytes)"))));
+  EXPECT_THAT(e, AllOf(HasSubstr("truncated.hfs"), HasSubstr("runs past the end of the data"),
+                       HasSubstr(cat("(", cut, " bytes)"))));
   // The tensor named is one that really lies past the cut.
   bool named = false;
   for (const auto& t : view.tensors())

@@ -32,7 +32,8 @@ void expect_runners_sharing_one_program_match_single_threaded_runs(int runner_th
   RunnerOptions single;
   single.threads = 1;
   std::vector<std::vector<int64_t>> expected;
-  for (const auto& p : prompts) expected.push_back(Runner::load(program, single)->generate_tokens(p, greedy(12)).tokens);
+  for (const auto& p : prompts)
+    expected.push_back(Runner::load(program, single)->generate_tokens(p, greedy(12)).tokens);
   RunnerOptions o;
   o.threads = runner_threads;
 

@@ -93,8 +93,9 @@ TEST(FilesOnDisk, ExportKilledPartWayLeavesNothingAtTheOutputPath) {
   test::TempDir dir("killed-export");
   // Big enough (about 100 MB of weights) that writing takes a while.
   const std::string ckpt = dir.file("ckpt");
-  std::string cmd = std::string(HFSTATIC_PYTHON) + " " + HFSTATIC_SOURCE_DIR + "/tests/reference/make_tiny_checkpoint.py " + ckpt +
-                    " --hidden-size 512 --intermediate-size 1024 --layers 8 --heads 8 --kv-heads 2 --vocab-size 16000 >/dev/null";
+  std::string cmd =
+      std::string(HFSTATIC_PYTHON) + " " + HFSTATIC_SOURCE_DIR + "/tests/reference/make_tiny_checkpoint.py " + ckpt +
+      " --hidden-size 512 --intermediate-size 1024 --layers 8 --heads 8 --kv-heads 2 --vocab-size 16000 >/dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   const std::string out = dir.file("out.hfs");
   bool killed_mid_write = false;

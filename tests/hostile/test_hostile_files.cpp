@@ -12,8 +12,8 @@
 
 #include "export/graph_builder.h"
 #include "format/program.h"
-#include "io/io_manager.h"
 #include "hostile_support.h"
+#include "io/io_manager.h"
 #include "test_support.h"
 #include "util/mapped_file.h"
 
@@ -69,7 +69,8 @@ TEST(HostileFiles, OutputPathThatIsNotARegularFileIsRefused) {
   EXPECT_THAT(error_of([&] { AtomicFileWriter w(fifo); }), HasSubstr("out.fifo: exists and is a FIFO; refusing"));
   EXPECT_THAT(error_of([&] { AtomicFileWriter w(link); }), HasSubstr("out.link: exists and is a symbolic link"));
   EXPECT_THAT(error_of([&] { AtomicFileWriter w(dir.path()); }), HasSubstr("exists and is a directory"));
-  EXPECT_THAT(error_of([&] { AtomicFileWriter w("/dev/null"); }), HasSubstr("/dev/null: exists and is a character device"));
+  EXPECT_THAT(error_of([&] { AtomicFileWriter w("/dev/null"); }),
+              HasSubstr("/dev/null: exists and is a character device"));
   EXPECT_FALSE(std::filesystem::exists(target));
   // A regular file is replaced as before.
   const std::string regular = dir.file("regular");
@@ -121,8 +122,9 @@ TEST(HostileFiles, CachesTheWeightsCannotJustifyAreRefusedBeforeAllocating) {
   g.max_context = int64_t(1) << 24;
   auto huge = Program::load(test::export_to(ckpt, dir.file("huge.hfs"), g));
   const std::string e = error_of([&] { IOManagerRegistry::instance().load(huge); });
-  EXPECT_THAT(e, AllOf(HasSubstr("huge.hfs: running it needs"), HasSubstr("max_context 16777216"),
-                       HasSubstr("allowed by default (4x its weights + 512 MiB); raise the limit with --max-buffer-mib")));
+  EXPECT_THAT(e,
+              AllOf(HasSubstr("huge.hfs: running it needs"), HasSubstr("max_context 16777216"),
+                    HasSubstr("allowed by default (4x its weights + 512 MiB); raise the limit with --max-buffer-mib")));
   // A limit given explicitly holds for an ordinary program too.
   g.max_context = 256;
   auto ordinary = Program::load(test::export_to(test::cached_checkpoint("tiny", 1), dir.file("ordinary.hfs"), g));
@@ -142,13 +144,15 @@ namespace {
 TEST(HostileFiles, AnEmbeddedFileOfTheWrongDtypeIsAnErrorNotAMissingFile) {
   // Read as "this program has no tokenizer" before.
   const std::string spec = R"({"format":"hfstatic-program","format_version":1,"metadata":{},"methods":[]})";
-  nlohmann::json header = {{"__metadata__", {{"hfstatic.program", spec}}},
-                           {"hfstatic.file.tokenizer.json", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {0, 8}}}}};
+  nlohmann::json header = {
+      {"__metadata__", {{"hfstatic.program", spec}}},
+      {"hfstatic.file.tokenizer.json", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {0, 8}}}}};
   test::TempDir dir("hostile-files");
   const std::string path = dir.file("f32-tokenizer.hfs");
   hostile::write_bytes(path, container(header.dump(), std::vector<uint8_t>(8)));
   EXPECT_THAT(error_of([&] { Program::load(path); }),
-              HasSubstr("f32-tokenizer.hfs: embedded file tensor 'hfstatic.file.tokenizer.json' is float32 [2]; embedded files are uint8 vectors"));
+              HasSubstr("f32-tokenizer.hfs: embedded file tensor 'hfstatic.file.tokenizer.json' is float32 [2]; "
+                        "embedded files are uint8 vectors"));
 }
 
 }  // namespace

@@ -56,8 +56,10 @@ TEST_F(HostileInputs, HeaderLengthPastTheEnd) {
 
 TEST_F(HostileInputs, TensorOffsetsOutOfRange) {
   std::vector<uint8_t> data(16);
-  EXPECT_THAT(parse_error(container("{\"t\":" + tensor("F32", {8}, 0, 32) + "}", data)), HasSubstr("runs past the end of the data"));
-  EXPECT_THAT(parse_error(container("{\"t\":" + tensor("F32", {2}, 8, 0) + "}", data)), HasSubstr("ends before it begins"));
+  EXPECT_THAT(parse_error(container("{\"t\":" + tensor("F32", {8}, 0, 32) + "}", data)),
+              HasSubstr("runs past the end of the data"));
+  EXPECT_THAT(parse_error(container("{\"t\":" + tensor("F32", {2}, 8, 0) + "}", data)),
+              HasSubstr("ends before it begins"));
   EXPECT_THAT(parse_error(container("{\"t\":" + tensor("F32", {2}, ~uint64_t(0) - 7, ~uint64_t(0)) + "}", data)),
               HasSubstr("runs past the end of the data"));
   EXPECT_THAT(parse_error(container(R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})", data)),
@@ -88,10 +90,12 @@ TEST_F(HostileInputs, ZeroAndAbsurdDimensions) {
   auto ok = container(header, data);
   auto view = SafetensorsView::parse(ok.data(), ok.size(), "empty-tensor");
   EXPECT_EQ(view.find("e")->size, 0u);
-  EXPECT_THAT(parse_error(container("{\"t\":" + tensor("F32", {int64_t(1) << 41}, 0, 0) + "}")), HasSubstr("outside [0, 2^40]"));
+  EXPECT_THAT(parse_error(container("{\"t\":" + tensor("F32", {int64_t(1) << 41}, 0, 0) + "}")),
+              HasSubstr("outside [0, 2^40]"));
   EXPECT_THAT(parse_error(container(R"({"t":{"dtype":"F32","shape":[18446744073709551615],"data_offsets":[0,0]}})")),
               HasSubstr("outside [0, 2^40]"));
-  EXPECT_THAT(parse_error(container(R"({"t":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})")), HasSubstr("outside [0, 2^40]"));
+  EXPECT_THAT(parse_error(container(R"({"t":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})")),
+              HasSubstr("outside [0, 2^40]"));
   EXPECT_THAT(parse_error(container(R"({"t":{"dtype":"F32","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,4]}})")),
               HasSubstr("rank 9"));
 }
@@ -101,7 +105,8 @@ TEST_F(HostileInputs, DeeplyNestedHeaderJson) {
   // The header is rejected while parsing, before anything walks the nested value.
   const auto too_deep = AllOf(HasSubstr("hostile.safetensors: header"), HasSubstr("nests deeper than 512 levels"));
   EXPECT_THAT(parse_error(container("{\"t\":" + deep + "}")), too_deep);
-  EXPECT_THAT(parse_error(container("{\"t\":{\"dtype\":\"F32\",\"shape\":" + deep + ",\"data_offsets\":[0,0]}}")), too_deep);
+  EXPECT_THAT(parse_error(container("{\"t\":{\"dtype\":\"F32\",\"shape\":" + deep + ",\"data_offsets\":[0,0]}}")),
+              too_deep);
   EXPECT_THAT(parse_error(container(deep)), too_deep);
   // Nesting within the limit still reaches the field checks.
   EXPECT_THAT(parse_error(container("{\"t\":" + nested_arrays(100) + "}")), HasSubstr("not an object"));
@@ -130,7 +135,8 @@ TEST_F(HostileInputs, DeeplyNestedAndHugeTokenizerJson) {
   EXPECT_THAT(error_of([&] { Tokenizer::from_json("{\"added_tokens\":" + deep + ",\"model\":{}}", ""); }),
               HasSubstr("nests deeper than"));
   std::string real = read_text_file(std::string(HFSTATIC_SOURCE_DIR) + "/models/demo/tokenizer.json");
-  EXPECT_THAT(error_of([&] { Tokenizer::from_json(real, "{\"x\":" + deep + "}"); }), HasSubstr("tokenizer_config.json"));
+  EXPECT_THAT(error_of([&] { Tokenizer::from_json(real, "{\"x\":" + deep + "}"); }),
+              HasSubstr("tokenizer_config.json"));
   // Chat templates nest too: parentheses, blocks, long operator chains.
   auto template_error = [&](const std::string& source) {
     return error_of([&] {
@@ -138,7 +144,8 @@ TEST_F(HostileInputs, DeeplyNestedAndHugeTokenizerJson) {
       apply_chat_template(t, {{"user", "hi"}}, true);
     });
   };
-  EXPECT_THAT(template_error("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}"), HasSubstr("nest deeper"));
+  EXPECT_THAT(template_error("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}"),
+              HasSubstr("nest deeper"));
   std::string chain = "{{ 1";
   for (int i = 0; i < 100000; ++i) chain += " + 1";
   EXPECT_THAT(template_error(chain + " }}"), HasSubstr("nest deeper"));
@@ -149,8 +156,13 @@ TEST_F(HostileInputs, DeeplyNestedAndHugeTokenizerJson) {
   EXPECT_THAT(template_error("{{ 99999999999999999999999 }}"), HasSubstr("out of range"));
   // Huge but flat: a 20 MB token string in the vocabulary loads.
   json tok = json::parse(real);
-  tok["added_tokens"].push_back({{"id", 100000}, {"content", std::string(20u << 20, 'a')}, {"special", true},
-                                 {"single_word", false}, {"lstrip", false}, {"rstrip", false}, {"normalized", false}});
+  tok["added_tokens"].push_back({{"id", 100000},
+                                 {"content", std::string(20u << 20, 'a')},
+                                 {"special", true},
+                                 {"single_word", false},
+                                 {"lstrip", false},
+                                 {"rstrip", false},
+                                 {"normalized", false}});
   try {
     Tokenizer::from_json(tok.dump(), "");
   } catch (const Error&) {
@@ -160,11 +172,13 @@ TEST_F(HostileInputs, DeeplyNestedAndHugeTokenizerJson) {
 
 TEST_F(HostileInputs, CorruptConfigValues) {
   json config = json::parse(read_text_file(std::string(HFSTATIC_SOURCE_DIR) + "/models/demo/config.json"));
-  for (const char* key : {"hidden_size", "num_hidden_layers", "vocab_size", "num_attention_heads", "intermediate_size"}) {
+  for (const char* key :
+       {"hidden_size", "num_hidden_layers", "vocab_size", "num_attention_heads", "intermediate_size"}) {
     for (json bad : {json(0), json(-1), json(int64_t(1) << 62), json("12"), json(1.5), json(nested_arrays(1000))}) {
       json c = config;
       c[key] = bad;
-      EXPECT_THAT(error_of([&] { expected_tensors(HfConfig::parse(c, "config.json")); }), HasSubstr(key)) << key << " = " << bad;
+      EXPECT_THAT(error_of([&] { expected_tensors(HfConfig::parse(c, "config.json")); }), HasSubstr(key))
+          << key << " = " << bad;
     }
   }
 }
@@ -248,7 +262,8 @@ TEST_F(HostilePrompts, MaxNewTokensLargerThanTheContextIsAnError) {
   int calls = 0;
   EXPECT_THAT(error_of([&] { runner_->generate_tokens(prompt, greedy(33), [&](int64_t) { return ++calls, true; }); }),
               HasSubstr("max_new_tokens 33 exceeds the model's max_context 32"));
-  EXPECT_THAT(error_of([&] { runner_->generate_tokens(prompt, greedy(int64_t(1) << 62)); }), HasSubstr("max_new_tokens"));
+  EXPECT_THAT(error_of([&] { runner_->generate_tokens(prompt, greedy(int64_t(1) << 62)); }),
+              HasSubstr("max_new_tokens"));
   EXPECT_THAT(error_of([&] { runner_->generate_tokens(prompt, greedy(-1)); }), HasSubstr("negative"));
   EXPECT_EQ(calls, 0);
   EXPECT_EQ(runner_->position(), 0);

@@ -18,7 +18,9 @@ using testing::HasSubstr;
 class TestOnlyIOManager : public IOManager {
  public:
   explicit TestOnlyIOManager(int tag) : tag(tag) {}
-  void load(std::shared_ptr<const Program> program, BufferAllocator&, const RuntimeOptions&) override { loaded = std::move(program); }
+  void load(std::shared_ptr<const Program> program, BufferAllocator&, const RuntimeOptions&) override {
+    loaded = std::move(program);
+  }
   const ModelInfo& model() const override { return info_; }
   void reset() override {}
   std::vector<Step> plan(int64_t, size_t) const override { return {}; }
@@ -38,7 +40,9 @@ class TestOnlyIOManager : public IOManager {
 
 IOContract test_only_contract(int tag, int64_t version = 7) {
   return {"test_only", version, [tag] { return std::make_unique<TestOnlyIOManager>(tag); },
-          [](const Program& p) { return std::vector<std::string>{cat("test_only: ", p.metadata().value("problem", "none"))}; },
+          [](const Program& p) {
+            return std::vector<std::string>{cat("test_only: ", p.metadata().value("problem", "none"))};
+          },
           [](const Program&) { return std::string("a test program"); }};
 }
 
@@ -104,7 +108,8 @@ TEST_F(Registry, AnExistingEntryCannotBeReplaced) {
 
 TEST_F(Registry, AnUnknownPairListsEverySupportedOne) {
   const std::string list = "(supported: hf_static v1, test_only v7)";
-  for (const auto& [contract, version] : std::vector<std::pair<std::string, int64_t>>{{"test_only", 6}, {"hf_static", 2}, {"other", 1}}) {
+  for (const auto& [contract, version] :
+       std::vector<std::pair<std::string, int64_t>>{{"test_only", 6}, {"hf_static", 2}, {"other", 1}}) {
     auto p = program(contract, version);
     const std::string expected = cat("I/O contract '", contract, "' version ", version, " is not supported ", list);
     EXPECT_THAT(registry.validate(*p), ElementsAre(expected));

@@ -63,8 +63,8 @@ void with_threads(int threads, Fn fn) {
   fn();
 }
 
-void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::vector<float>& scale, float rel,
-                  const std::string& what) {
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::vector<float>& scale,
+                  float rel, const std::string& what) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     const float tol = rel * (scale.empty() ? std::max(1.0f, std::fabs(want[i])) : scale[i]);
@@ -126,17 +126,34 @@ TEST(Kernels, LinearMatchesScalar) {
   struct Shape {
     int64_t rows, in, out;
   };
-  const Shape shapes[] = {{1, 1, 1},   {1, 17, 5},   {1, 64, 40},  {2, 33, 7},   {3, 100, 13}, {4, 16, 16},
-                          {5, 31, 3},  {7, 130, 29}, {16, 64, 24}, {33, 65, 17}, {70, 200, 37}, {128, 96, 50},
-                          {1, 1000, 9}, {9, 257, 1},
+  const Shape shapes[] = {{1, 1, 1},
+                          {1, 17, 5},
+                          {1, 64, 40},
+                          {2, 33, 7},
+                          {3, 100, 13},
+                          {4, 16, 16},
+                          {5, 31, 3},
+                          {7, 130, 29},
+                          {16, 64, 24},
+                          {33, 65, 17},
+                          {70, 200, 37},
+                          {128, 96, 50},
+                          {1, 1000, 9},
+                          {9, 257, 1},
                           // rows as long as a down projection's
-                          {1, 2048, 7}, {1, 2100, 9}, {1, 4864, 4}, {2, 2100, 5},
+                          {1, 2048, 7},
+                          {1, 2100, 9},
+                          {1, 4864, 4},
+                          {2, 2100, 5},
                           // rows of whole 64-wide blocks (float32 weights read in place) with a
                           // partial last group of features
                           {40, 128, 30},
                           // long enough that the matrix multiply takes k in chunks (and, 400
                           // features, more groups than go through the chunks together)
-                          {70, 2100, 29}, {37, 4096, 13}, {100, 4864, 17}, {40, 2100, 400}};
+                          {70, 2100, 29},
+                          {37, 4096, 13},
+                          {100, 4864, 17},
+                          {40, 2100, 400}};
   for (const Shape& s : shapes) {
     for (DType wt : kWeightTypes) {
       for (int bias_kind = 0; bias_kind < 4; ++bias_kind) {
@@ -153,14 +170,16 @@ TEST(Kernels, LinearMatchesScalar) {
         for (int64_t r = 0; r < s.rows; ++r)
           for (int64_t o = 0; o < s.out; ++o) {
             double m = 1;
-            for (int64_t i = 0; i < s.in; ++i) m += std::fabs(double(x[size_t(r * s.in + i)]) * w.values[size_t(o * s.in + i)]);
+            for (int64_t i = 0; i < s.in; ++i)
+              m += std::fabs(double(x[size_t(r * s.in + i)]) * w.values[size_t(o * s.in + i)]);
             scale[size_t(r * s.out + o)] = float(m);
           }
         for (Isa isa : simd_isas())
           for (int threads : kThreads) {
             std::vector<float> got(want.size(), 12345.0f);
             const LinearOutput got_out{w.bytes.data(), wt, s.out, bias, bt, got.data()};
-            with_threads(threads, [&] { kernel_table(isa)->linear_group(x.data(), s.rows, s.in, &got_out, 1, nullptr); });
+            with_threads(threads,
+                         [&] { kernel_table(isa)->linear_group(x.data(), s.rows, s.in, &got_out, 1, nullptr); });
             expect_close(got, want, scale, 2e-6f,
                          label(isa, threads) + " linear " + dtype_name(wt) + " rows=" + std::to_string(s.rows) +
                              " in=" + std::to_string(s.in) + " out=" + std::to_string(s.out) +
@@ -189,8 +208,8 @@ TEST(Kernels, LinearGroupMatchesSeparateProducts) {
       w.push_back(stored(rng, size_t(outs[i] * in), types[i]));
       b.push_back(stored(rng, size_t(outs[i]), DType::F32));
       want.emplace_back(size_t(rows * outs[i]));
-      const LinearOutput one{w[i].bytes.data(), types[i], outs[i], i % 2 ? b[i].bytes.data() : nullptr, DType::F32,
-                             want[i].data()};
+      const LinearOutput one{w[i].bytes.data(), types[i],      outs[i], i % 2 ? b[i].bytes.data() : nullptr,
+                             DType::F32,        want[i].data()};
       ref.linear_group(x.data(), rows, in, &one, 1, nullptr);
     }
     for (Isa isa : simd_isas())
@@ -199,11 +218,13 @@ TEST(Kernels, LinearGroupMatchesSeparateProducts) {
         std::vector<LinearOutput> group;
         for (int i = 0; i < 4; ++i) got.emplace_back(want[i].size(), 12345.0f);
         for (int i = 0; i < 4; ++i)
-          group.push_back({w[i].bytes.data(), types[i], outs[i], i % 2 ? b[i].bytes.data() : nullptr, DType::F32, got[i].data()});
+          group.push_back(
+              {w[i].bytes.data(), types[i], outs[i], i % 2 ? b[i].bytes.data() : nullptr, DType::F32, got[i].data()});
         with_threads(threads, [&] { kernel_table(isa)->linear_group(x.data(), rows, in, group.data(), 4, nullptr); });
         for (int i = 0; i < 4; ++i)
-          expect_close(got[i], want[i], {}, 2e-5f,
-                       label(isa, threads) + " linear group rows=" + std::to_string(rows) + " product " + std::to_string(i));
+          expect_close(
+              got[i], want[i], {}, 2e-5f,
+              label(isa, threads) + " linear group rows=" + std::to_string(rows) + " product " + std::to_string(i));
       }
   }
 }
@@ -218,8 +239,9 @@ TEST(Kernels, FoldedInputOpsGiveWhatTheSeparateKernelsGive) {
     int64_t rows, in;
     std::vector<int64_t> outs;
   };
-  const Case cases[] = {{37, 70, {40, 40}}, {100, 2100, {29}}, {5, 128, {64, 13, 13}}, {32, 64, {16}},
-                        {2, 70, {40, 40}},  {1, 130, {50, 13, 13}}, {3, 7, {5}},     {9, 300, {12}}};
+  const Case cases[] = {{37, 70, {40, 40}}, {100, 2100, {29}}, {5, 128, {64, 13, 13}},
+                        {32, 64, {16}},     {2, 70, {40, 40}}, {1, 130, {50, 13, 13}},
+                        {3, 7, {5}},        {9, 300, {12}}};
   std::vector<Isa> isas = simd_isas();
   isas.insert(isas.begin(), Isa::Scalar);
   for (const Case& c : cases)
@@ -230,7 +252,8 @@ TEST(Kernels, FoldedInputOpsGiveWhatTheSeparateKernelsGive) {
       Stored norm_w = stored(rng, size_t(c.in), DType::F16, 0.5f, 1.5f);
       std::vector<Stored> w;
       std::vector<float> bias = random_floats(rng, size_t(c.outs[0]));
-      for (int i = 0; i < count; ++i) w.push_back(stored(rng, size_t(c.outs[i] * c.in), kWeightTypes[i % 3], -0.2f, 0.2f));
+      for (int i = 0; i < count; ++i)
+        w.push_back(stored(rng, size_t(c.outs[i] * c.in), kWeightTypes[i % 3], -0.2f, 0.2f));
       const std::string what = std::string(norm ? "rms_norm" : "silu_mul") + " rows=" + std::to_string(c.rows) +
                                " in=" + std::to_string(c.in) + " products=" + std::to_string(count);
       for (Isa isa : isas)
@@ -240,8 +263,8 @@ TEST(Kernels, FoldedInputOpsGiveWhatTheSeparateKernelsGive) {
             std::vector<LinearOutput> group;
             for (int i = 0; i < count; ++i) {
               ys.emplace_back(size_t(c.rows * c.outs[i]), 12345.0f);
-              group.push_back({w[i].bytes.data(), kWeightTypes[i % 3], c.outs[i], i == 0 ? bias.data() : nullptr, DType::F32,
-                               ys[i].data()});
+              group.push_back({w[i].bytes.data(), kWeightTypes[i % 3], c.outs[i], i == 0 ? bias.data() : nullptr,
+                               DType::F32, ys[i].data()});
             }
             return group;
           };
@@ -249,19 +272,23 @@ TEST(Kernels, FoldedInputOpsGiveWhatTheSeparateKernelsGive) {
           std::vector<LinearOutput> want_group = products(want), got_group = products(got);
           std::vector<float> input(x.size());
           LinearFusion fusion;
-          if (norm) fusion.norm_w = norm_w.bytes.data(), fusion.norm_type = DType::F16, fusion.norm_eps = 1e-5f;
-          else fusion.up = up.data();
+          if (norm)
+            fusion.norm_w = norm_w.bytes.data(), fusion.norm_type = DType::F16, fusion.norm_eps = 1e-5f;
+          else
+            fusion.up = up.data();
           with_threads(threads, [&] {
-            if (norm) k.rms_norm(x.data(), c.rows, c.in, norm_w.bytes.data(), DType::F16, 1e-5f, input.data());
-            else k.silu_mul(x.data(), up.data(), int64_t(x.size()), input.data());
+            if (norm)
+              k.rms_norm(x.data(), c.rows, c.in, norm_w.bytes.data(), DType::F16, 1e-5f, input.data());
+            else
+              k.silu_mul(x.data(), up.data(), int64_t(x.size()), input.data());
             k.linear_group(input.data(), c.rows, c.in, want_group.data(), count, nullptr);
             k.linear_group(x.data(), c.rows, c.in, got_group.data(), count, &fusion);
           });
           for (int i = 0; i < count; ++i) {
             size_t same = 0;
             while (same < got[i].size() && std::memcmp(&got[i][same], &want[i][same], sizeof(float)) == 0) ++same;
-            EXPECT_EQ(same, got[i].size()) << label(isa, threads) << " " << what << " product " << i
-                                           << ": first difference at " << same;
+            EXPECT_EQ(same, got[i].size())
+                << label(isa, threads) << " " << what << " product " << i << ": first difference at " << same;
           }
         }
     }
@@ -334,7 +361,9 @@ TEST(Kernels, RmsNormMatchesScalar) {
         for (Isa isa : simd_isas())
           for (int threads : kThreads) {
             std::vector<float> got(x.size());
-            with_threads(threads, [&] { kernel_table(isa)->rms_norm(x.data(), rows, n, w.bytes.data(), wt, 1e-6f, got.data()); });
+            with_threads(threads, [&] {
+              kernel_table(isa)->rms_norm(x.data(), rows, n, w.bytes.data(), wt, 1e-6f, got.data());
+            });
             expect_close(got, want, {}, 2e-6f, label(isa, threads) + " rms_norm n=" + std::to_string(n));
           }
       }
@@ -347,7 +376,8 @@ TEST(Kernels, RopeMatchesScalar) {
     for (int64_t rows : {1, 5, 40}) {
       const int64_t heads = 3, half = head_dim / 2;
       std::vector<float> inv(static_cast<size_t>(half));
-      for (int64_t i = 0; i < half; ++i) inv[size_t(i)] = float(1.0 / std::pow(10000.0, double(2 * i) / double(head_dim)));
+      for (int64_t i = 0; i < half; ++i)
+        inv[size_t(i)] = float(1.0 / std::pow(10000.0, double(2 * i) / double(head_dim)));
       std::vector<int64_t> pos(static_cast<size_t>(rows));
       for (int64_t r = 0; r < rows; ++r) pos[size_t(r)] = (r * 37 + 5) % 500;
       const std::vector<float> x = random_floats(rng, size_t(rows * heads * head_dim));
@@ -362,10 +392,12 @@ TEST(Kernels, RopeMatchesScalar) {
             std::vector<float> got(x.size(), 12345.0f), got_in_place = x;
             with_threads(threads, [&] {
               kernel_table(isa)->rope(x.data(), got.data(), rows, heads, head_dim, pos.data(), inv.data());
-              kernel_table(isa)->rope(got_in_place.data(), got_in_place.data(), rows, heads, head_dim, pos.data(), inv.data());
+              kernel_table(isa)->rope(got_in_place.data(), got_in_place.data(), rows, heads, head_dim, pos.data(),
+                                      inv.data());
             });
             expect_close(got, want, {}, 1e-6f, label(isa, threads) + " rope head_dim=" + std::to_string(head_dim));
-            expect_close(got_in_place, want, {}, 1e-6f, label(isa, threads) + " rope in place head_dim=" + std::to_string(head_dim));
+            expect_close(got_in_place, want, {}, 1e-6f,
+                         label(isa, threads) + " rope in place head_dim=" + std::to_string(head_dim));
           }
       // Different positions with the same frequencies must not reuse the table.
       for (auto& p : pos) p += 1;
@@ -386,9 +418,9 @@ TEST(Kernels, AttentionMatchesScalar) {
   };
   // Rows >= 4 take the blocked (prefill) path: several row blocks, head groups of 1-7 (queries
   // four at a time), head_dim 4 and 8 vectors or neither, and off the 8-wide transpose.
-  const Case cases[] = {{1, 4, 2, 16, 33},  {3, 3, 3, 5, 7},     {9, 6, 1, 64, 40},   {1, 9, 3, 64, 512},
-                        {5, 2, 1, 72, 1},   {16, 14, 2, 64, 64},  {2, 4, 4, 128, 19},  {4, 2, 2, 17, 50},
-                        {3, 4, 2, 32, 20},  {40, 9, 3, 64, 100},  {33, 14, 2, 64, 150}, {20, 6, 2, 128, 70},
+  const Case cases[] = {{1, 4, 2, 16, 33}, {3, 3, 3, 5, 7},     {9, 6, 1, 64, 40},    {1, 9, 3, 64, 512},
+                        {5, 2, 1, 72, 1},  {16, 14, 2, 64, 64}, {2, 4, 4, 128, 19},   {4, 2, 2, 17, 50},
+                        {3, 4, 2, 32, 20}, {40, 9, 3, 64, 100}, {33, 14, 2, 64, 150}, {20, 6, 2, 128, 70},
                         {18, 5, 1, 20, 37}};
   for (const Case& c : cases)
     for (DType ct : {DType::F32, DType::F16}) {
@@ -401,12 +433,13 @@ TEST(Kernels, AttentionMatchesScalar) {
       for (int64_t r = 0; r < c.rows; ++r) {
         if (r == c.rows - 1 && c.rows > 1) continue;
         const int64_t visible = std::min<int64_t>(c.context, start(rng) + 1);
-        for (int64_t j = 0; j < visible; ++j) mask[size_t(r * c.context + j)] = (j % 5 == 3 && visible > 4) ? kNegInf : 0.0f;
+        for (int64_t j = 0; j < visible; ++j)
+          mask[size_t(r * c.context + j)] = (j % 5 == 3 && visible > 4) ? kNegInf : 0.0f;
       }
       const float scale = 1.0f / std::sqrt(float(c.head_dim));
       std::vector<float> want(q.size());
-      ref.attention(q.data(), c.rows, c.n_heads, c.n_kv_heads, c.head_dim, kc.bytes.data(), vc.bytes.data(), ct, c.context,
-                    mask.data(), scale, want.data());
+      ref.attention(q.data(), c.rows, c.n_heads, c.n_kv_heads, c.head_dim, kc.bytes.data(), vc.bytes.data(), ct,
+                    c.context, mask.data(), scale, want.data());
       if (c.rows > 1) {
         for (int64_t i = 0; i < c.n_heads * c.head_dim; ++i)
           ASSERT_EQ(want[size_t((c.rows - 1) * c.n_heads * c.head_dim + i)], 0.0f);
@@ -415,12 +448,12 @@ TEST(Kernels, AttentionMatchesScalar) {
         for (int threads : kThreads) {
           std::vector<float> got(q.size(), 99.0f);
           with_threads(threads, [&] {
-            kernel_table(isa)->attention(q.data(), c.rows, c.n_heads, c.n_kv_heads, c.head_dim, kc.bytes.data(), vc.bytes.data(),
-                                         ct, c.context, mask.data(), scale, got.data());
+            kernel_table(isa)->attention(q.data(), c.rows, c.n_heads, c.n_kv_heads, c.head_dim, kc.bytes.data(),
+                                         vc.bytes.data(), ct, c.context, mask.data(), scale, got.data());
           });
           expect_close(got, want, {}, 5e-6f,
-                       label(isa, threads) + " attention " + dtype_name(ct) + " head_dim=" + std::to_string(c.head_dim) +
-                           " context=" + std::to_string(c.context));
+                       label(isa, threads) + " attention " + dtype_name(ct) +
+                           " head_dim=" + std::to_string(c.head_dim) + " context=" + std::to_string(c.context));
         }
     }
 }
@@ -444,10 +477,11 @@ TEST(Kernels, AttentionIgnoresWhatMaskedSlotsHold) {
         for (int64_t j = 0; j < 30 + r; ++j) mask[size_t(r * context + j)] = hole(j) ? kNegInf : 0.0f;
       const float scale = 0.125f;
       std::vector<float> want(q.size());
-      ref.attention(q.data(), rows, n_heads, n_kv, head_dim, kc.bytes.data(), vc.bytes.data(), ct, context, mask.data(), scale,
-                    want.data());
+      ref.attention(q.data(), rows, n_heads, n_kv, head_dim, kc.bytes.data(), vc.bytes.data(), ct, context, mask.data(),
+                    scale, want.data());
       Stored kg = kc, vg = vc;
-      const float garbage[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(), kNegInf};
+      const float garbage[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                               kNegInf};
       for (int64_t g = 0; g < n_kv; ++g)
         for (int64_t j = 0; j < context; ++j) {
           if (!hole(j) && j < 30 + rows - 1) continue;
@@ -465,12 +499,14 @@ TEST(Kernels, AttentionIgnoresWhatMaskedSlotsHold) {
           with_threads(threads, [&] {
             // First every slot visible, garbage and all, so the kernels' working copies of keys
             // and values hold it; the masked call after must not pick any of it up.
-            kernel_table(isa)->attention(q.data(), rows, n_heads, n_kv, head_dim, kg.bytes.data(), vg.bytes.data(), ct, context,
-                                         all_visible.data(), scale, got.data());
-            kernel_table(isa)->attention(q.data(), rows, n_heads, n_kv, head_dim, kg.bytes.data(), vg.bytes.data(), ct, context,
-                                         mask.data(), scale, got.data());
+            kernel_table(isa)->attention(q.data(), rows, n_heads, n_kv, head_dim, kg.bytes.data(), vg.bytes.data(), ct,
+                                         context, all_visible.data(), scale, got.data());
+            kernel_table(isa)->attention(q.data(), rows, n_heads, n_kv, head_dim, kg.bytes.data(), vg.bytes.data(), ct,
+                                         context, mask.data(), scale, got.data());
           });
-          expect_close(got, want, {}, 5e-6f, label(isa, threads) + " attention over garbage, rows=" + std::to_string(rows) + " " + dtype_name(ct));
+          expect_close(
+              got, want, {}, 5e-6f,
+              label(isa, threads) + " attention over garbage, rows=" + std::to_string(rows) + " " + dtype_name(ct));
         }
     }
 }
@@ -485,46 +521,54 @@ TEST(Kernels, AttentionKeepsAnInfiniteKeyOrValueToTheRowsThatSeeIt) {
   const int64_t n_heads = 6, n_kv = 2, head_dim = 64, context = 40, rows = 24;
   // Slots at different lanes of a vector, the hole's rows reaching one to three vectors past it.
   for (int64_t bad_slot : {1, 4, 9, 15})
-  for (bool in_keys : {false, true})
-    for (DType ct : {DType::F32, DType::F16}) {
-      const int64_t hole_from = bad_slot + 3;
-      auto sees_bad_slot = [&](int64_t r) { return r >= bad_slot && r < hole_from; };
-      const size_t cache_n = size_t(n_kv * context * head_dim);
-      Stored kc = stored(rng, cache_n, ct), vc = stored(rng, cache_n, ct);
-      const float inf = std::numeric_limits<float>::infinity();
-      Stored& bad = in_keys ? kc : vc;
-      for (int64_t g = 0; g < n_kv; ++g)
-        convert_floats(&inf, DType::F32, bad.bytes.data() + size_t((g * context + bad_slot) * head_dim + 5) * dtype_size(ct), ct, 1);
-      std::vector<float> q = random_floats(rng, size_t(rows * n_heads * head_dim));
-      // Causal (row r sees [0, r]), but the rows from hole_from on do not see the bad slot.
-      std::vector<float> mask(size_t(rows * context), kNegInf);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j <= r; ++j) mask[size_t(r * context + j)] = j == bad_slot && r >= hole_from ? kNegInf : 0.0f;
-      std::vector<float> want(q.size());
-      ref.attention(q.data(), rows, n_heads, n_kv, head_dim, kc.bytes.data(), vc.bytes.data(), ct, context, mask.data(), 0.125f,
-                    want.data());
-      const size_t row_size = size_t(n_heads * head_dim);
-      for (int64_t r = 0; r < rows; ++r)
-        for (size_t i = 0; i < row_size && !sees_bad_slot(r); ++i) ASSERT_TRUE(std::isfinite(want[size_t(r) * row_size + i])) << r;
-      if (!in_keys) ASSERT_FALSE(std::isfinite(want[size_t(bad_slot) * row_size + 5])) << "the row at the slot sees the value";
-      for (Isa isa : simd_isas())
-        for (int threads : kThreads) {
-          std::vector<float> got(q.size(), 99.0f);
-          with_threads(threads, [&] {
-            kernel_table(isa)->attention(q.data(), rows, n_heads, n_kv, head_dim, kc.bytes.data(), vc.bytes.data(), ct, context,
-                                         mask.data(), 0.125f, got.data());
-          });
-          const std::string what = label(isa, threads) + " attention with an infinite " + (in_keys ? "key" : "value") +
-                                   " at slot " + std::to_string(bad_slot) + ", " + dtype_name(ct);
-          for (int64_t r = 0; r < rows; ++r) {
-            const auto row = [&](const std::vector<float>& v) {
-              return std::vector<float>(v.begin() + std::ptrdiff_t(size_t(r) * row_size), v.begin() + std::ptrdiff_t(size_t(r + 1) * row_size));
-            };
-            if (!sees_bad_slot(r)) expect_close(row(got), row(want), {}, 5e-6f, what + ", row " + std::to_string(r));
-            else if (!in_keys) EXPECT_FALSE(std::isfinite(got[size_t(r) * row_size + 5])) << what << ", row " << r;
+    for (bool in_keys : {false, true})
+      for (DType ct : {DType::F32, DType::F16}) {
+        const int64_t hole_from = bad_slot + 3;
+        auto sees_bad_slot = [&](int64_t r) { return r >= bad_slot && r < hole_from; };
+        const size_t cache_n = size_t(n_kv * context * head_dim);
+        Stored kc = stored(rng, cache_n, ct), vc = stored(rng, cache_n, ct);
+        const float inf = std::numeric_limits<float>::infinity();
+        Stored& bad = in_keys ? kc : vc;
+        for (int64_t g = 0; g < n_kv; ++g)
+          convert_floats(&inf, DType::F32,
+                         bad.bytes.data() + size_t((g * context + bad_slot) * head_dim + 5) * dtype_size(ct), ct, 1);
+        std::vector<float> q = random_floats(rng, size_t(rows * n_heads * head_dim));
+        // Causal (row r sees [0, r]), but the rows from hole_from on do not see the bad slot.
+        std::vector<float> mask(size_t(rows * context), kNegInf);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j <= r; ++j)
+            mask[size_t(r * context + j)] = j == bad_slot && r >= hole_from ? kNegInf : 0.0f;
+        std::vector<float> want(q.size());
+        ref.attention(q.data(), rows, n_heads, n_kv, head_dim, kc.bytes.data(), vc.bytes.data(), ct, context,
+                      mask.data(), 0.125f, want.data());
+        const size_t row_size = size_t(n_heads * head_dim);
+        for (int64_t r = 0; r < rows; ++r)
+          for (size_t i = 0; i < row_size && !sees_bad_slot(r); ++i)
+            ASSERT_TRUE(std::isfinite(want[size_t(r) * row_size + i])) << r;
+        if (!in_keys)
+          ASSERT_FALSE(std::isfinite(want[size_t(bad_slot) * row_size + 5])) << "the row at the slot sees the value";
+        for (Isa isa : simd_isas())
+          for (int threads : kThreads) {
+            std::vector<float> got(q.size(), 99.0f);
+            with_threads(threads, [&] {
+              kernel_table(isa)->attention(q.data(), rows, n_heads, n_kv, head_dim, kc.bytes.data(), vc.bytes.data(),
+                                           ct, context, mask.data(), 0.125f, got.data());
+            });
+            const std::string what = label(isa, threads) + " attention with an infinite " +
+                                     (in_keys ? "key" : "value") + " at slot " + std::to_string(bad_slot) + ", " +
+                                     dtype_name(ct);
+            for (int64_t r = 0; r < rows; ++r) {
+              const auto row = [&](const std::vector<float>& v) {
+                return std::vector<float>(v.begin() + std::ptrdiff_t(size_t(r) * row_size),
+                                          v.begin() + std::ptrdiff_t(size_t(r + 1) * row_size));
+              };
+              if (!sees_bad_slot(r))
+                expect_close(row(got), row(want), {}, 5e-6f, what + ", row " + std::to_string(r));
+              else if (!in_keys)
+                EXPECT_FALSE(std::isfinite(got[size_t(r) * row_size + 5])) << what << ", row " << r;
+            }
           }
-        }
-    }
+      }
 }
 
 TEST(Kernels, ElementwiseMatchScalar) {
@@ -558,8 +602,10 @@ TEST(Kernels, TheTablesLinearIsAGroupOfOne) {
   Stored w = stored(rng, size_t(in * out), DType::F16);
   std::vector<float> x = random_floats(rng, size_t(rows * in));
   std::vector<float> want(size_t(rows * out)), got(want.size());
-  kernel_table(Isa::Scalar)->linear(x.data(), rows, in, w.bytes.data(), DType::F16, out, nullptr, DType::F32, want.data());
-  kernel_table(best_isa())->linear(x.data(), rows, in, w.bytes.data(), DType::F16, out, nullptr, DType::F32, got.data());
+  kernel_table(Isa::Scalar)
+      ->linear(x.data(), rows, in, w.bytes.data(), DType::F16, out, nullptr, DType::F32, want.data());
+  kernel_table(best_isa())
+      ->linear(x.data(), rows, in, w.bytes.data(), DType::F16, out, nullptr, DType::F32, got.data());
   expect_close(got, want, {}, 1e-5f, "the table's linear");
 }
 

@@ -133,7 +133,8 @@ TEST(ThreadPool, EachThreadWalksItsStretchThenTakesFromTheEndOfAnother) {
     EXPECT_EQ(worker_chunks[i].first, worker_chunks[i - 1].second) << "chunk " << i;
   ASSERT_LT(i, worker_chunks.size()) << "the worker never took from the caller's stretch";
   EXPECT_EQ(worker_chunks[i].second, 500);  // then the caller's rest, from its end
-  for (++i; i < worker_chunks.size(); ++i) EXPECT_EQ(worker_chunks[i].second, worker_chunks[i - 1].first) << "chunk " << i;
+  for (++i; i < worker_chunks.size(); ++i)
+    EXPECT_EQ(worker_chunks[i].second, worker_chunks[i - 1].first) << "chunk " << i;
   EXPECT_EQ(worker_chunks.back().first, 250);
   for (auto [b, e] : worker_chunks) EXPECT_EQ(b % 10, 0) << "chunks are whole grains";
 }

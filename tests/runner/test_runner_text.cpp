@@ -101,16 +101,22 @@ TEST_F(RunnerText, BadArgumentsAreErrorsBeforeAnythingRuns) {
   auto r = runner();
   GenerationConfig c = greedy(10);
   c.max_new_tokens = 1000;
-  EXPECT_THAT([&] { r->generate_tokens(std::vector<int64_t>{1}, c); }, testing::ThrowsMessage<Error>(HasSubstr("max_new_tokens 1000 exceeds")));
+  EXPECT_THAT([&] { r->generate_tokens(std::vector<int64_t>{1}, c); },
+              testing::ThrowsMessage<Error>(HasSubstr("max_new_tokens 1000 exceeds")));
   c.max_new_tokens = -1;
   EXPECT_THROW(r->generate_tokens(std::vector<int64_t>{1}, c), Error);
-  EXPECT_THAT([&] { r->generate_tokens(std::vector<int64_t>{1, 5000}, greedy(1)); },
-              testing::ThrowsMessage<Error>(HasSubstr("prompt token 1 = 5000 is outside the vocabulary")));
-  EXPECT_THAT([&] { r->generate_tokens(std::vector<int64_t>{}, greedy(1)); }, testing::ThrowsMessage<Error>(HasSubstr("nothing to feed")));
+  EXPECT_THAT(
+      [&] {
+        r->generate_tokens(std::vector<int64_t>{1, 5000}, greedy(1));
+      },
+      testing::ThrowsMessage<Error>(HasSubstr("prompt token 1 = 5000 is outside the vocabulary")));
+  EXPECT_THAT([&] { r->generate_tokens(std::vector<int64_t>{}, greedy(1)); },
+              testing::ThrowsMessage<Error>(HasSubstr("nothing to feed")));
   EXPECT_EQ(r->position(), 0);
   std::vector<int64_t> long_prompt(97, 65);
   EXPECT_THAT([&] { r->generate_tokens(long_prompt, greedy(1)); },
-              testing::ThrowsMessage<Error>(AllOf(HasSubstr("start_pos 0"), HasSubstr("97 tokens"), HasSubstr("max_context 96"))));
+              testing::ThrowsMessage<Error>(
+                  AllOf(HasSubstr("start_pos 0"), HasSubstr("97 tokens"), HasSubstr("max_context 96"))));
   EXPECT_EQ(r->position(), 0);
   EXPECT_THROW(r->rewind(1), Error);
 }

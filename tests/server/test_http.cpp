@@ -72,9 +72,10 @@ struct ClientResult {
 };
 
 // Runs client.py CHECK against a port, bounded by `timeout`.
-ClientResult client(const std::string& check, int port, const std::vector<std::string>& extra = {}, int timeout_s = 120) {
-  std::string cmd = "timeout -k 5 " + std::to_string(timeout_s) + " " HFSTATIC_PYTHON " " HFSTATIC_SERVER_CLIENT " " + check +
-                    " --port " + std::to_string(port) + " --max-context " + std::to_string(kMaxContext);
+ClientResult client(const std::string& check, int port, const std::vector<std::string>& extra = {},
+                    int timeout_s = 120) {
+  std::string cmd = "timeout -k 5 " + std::to_string(timeout_s) + " " HFSTATIC_PYTHON " " HFSTATIC_SERVER_CLIENT " " +
+                    check + " --port " + std::to_string(port) + " --max-context " + std::to_string(kMaxContext);
   for (const auto& e : extra) cmd += " '" + e + "'";
   cmd += " 2>&1";
   ClientResult r;
@@ -112,8 +113,9 @@ TEST(ServerHttp, CompletionsChatModelsAndHealth) {
   EXPECT_EQ(r.result["model"], "hfstatic");
 
   runner->reset();
-  std::string chat_prompt = apply_chat_template(*runner->tokenizer(), {{"system", "Be brief."}, {"user", "Once upon a time"}},
-                                                /*add_generation_prompt=*/true);
+  std::string chat_prompt =
+      apply_chat_template(*runner->tokenizer(), {{"system", "Be brief."}, {"user", "Once upon a time"}},
+                          /*add_generation_prompt=*/true);
   GenerationResult direct_chat = runner->generate(chat_prompt, config, {}, /*add_special_tokens=*/false);
   EXPECT_EQ(r.result["chat"]["choices"][0]["message"]["content"].get<std::string>(), as_json_text(direct_chat.text));
   EXPECT_EQ(r.result["chat"]["usage"]["prompt_tokens"].get<int64_t>(), direct_chat.stats.prompt_tokens);

@@ -34,9 +34,19 @@ TEST(ServerRequest, CompletionDefaultsAndFields) {
   EXPECT_FALSE(r.stream);
   EXPECT_FALSE(r.seed_given);
 
-  r = parse({{"prompt", json::array({"one"})}, {"max_tokens", 100}, {"temperature", 0}, {"top_p", 0.5}, {"seed", 42},
-             {"stop", "\n"}, {"stream", true}, {"stream_options", {{"include_usage", true}}}, {"n", 1}, {"user", "u"},
-             {"presence_penalty", 0}, {"top_k", 5}, {"ignore_eos", true}});
+  r = parse({{"prompt", json::array({"one"})},
+             {"max_tokens", 100},
+             {"temperature", 0},
+             {"top_p", 0.5},
+             {"seed", 42},
+             {"stop", "\n"},
+             {"stream", true},
+             {"stream_options", {{"include_usage", true}}},
+             {"n", 1},
+             {"user", "u"},
+             {"presence_penalty", 0},
+             {"top_k", 5},
+             {"ignore_eos", true}});
   EXPECT_EQ(r.prompt, "one");
   EXPECT_EQ(r.config.max_new_tokens, 100);
   EXPECT_FLOAT_EQ(r.config.sampling.temperature, 0.0f);
@@ -56,8 +66,9 @@ TEST(ServerRequest, CompletionDefaultsAndFields) {
 
 TEST(ServerRequest, ChatMessages) {
   auto r = parse({{"messages", json::array({{{"role", "system"}, {"content", "Be brief."}},
-                                            {{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "Hi "}},
-                                                                                        {{"type", "text"}, {"text", "there"}}})}},
+                                            {{"role", "user"},
+                                             {"content", json::array({{{"type", "text"}, {"text", "Hi "}},
+                                                                      {{"type", "text"}, {"text", "there"}}})}},
                                             {{"role", "assistant"}, {"content", nullptr}},
                                             {{"role", "developer"}, {"content", "d"}, {"name", "n"}}})},
                   {"max_completion_tokens", 7}},
@@ -122,13 +133,15 @@ TEST(ServerRequest, Rejections) {
       {R"({"messages": [{"role": "wizard", "content": "x"}]})", H, "messages[0].role", "invalid_value"},
       {R"({"messages": [{"role": "user"}]})", H, "messages[0].content", "missing_required_parameter"},
       {R"({"messages": [{"role": "user", "content": 5}]})", H, "messages[0].content", "invalid_type"},
-      {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", H, "messages[0].content[0]", "invalid_value"},
-      {R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})", H, "messages[0].tool_calls", "unknown_parameter"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", H, "messages[0].content[0]",
+       "invalid_value"},
+      {R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})", H, "messages[0].tool_calls",
+       "unknown_parameter"},
       {R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", H, "n", "invalid_value"},
       {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true})", H, "logprobs", "invalid_value"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": []})", H, "tools", "unknown_parameter"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})", H, "response_format",
-       "invalid_value"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})", H,
+       "response_format", "invalid_value"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": 1000})", H, "max_completion_tokens",
        "context_length_exceeded"},
   };

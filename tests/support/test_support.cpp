@@ -29,8 +29,10 @@ std::string scratch_root() {
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   return out + "'";
 }
@@ -106,8 +108,9 @@ nlohmann::json reference(const std::string& checkpoint, const std::vector<int64_
   std::string list;
   for (size_t i = 0; i < tokens.size(); ++i) list += (i ? "," : "") + std::to_string(tokens[i]);
   std::string out = dir.file("ref.json");
-  std::string cmd = cat(shell_quote(HFSTATIC_PYTHON), " ", shell_quote(std::string(HFSTATIC_SOURCE_DIR) + "/tests/reference/hf_reference.py"),
-                        " ", shell_quote(checkpoint), " --tokens ", list, " --steps ", steps, " --cache-dtype ", cache_dtype,
+  std::string cmd = cat(shell_quote(HFSTATIC_PYTHON), " ",
+                        shell_quote(std::string(HFSTATIC_SOURCE_DIR) + "/tests/reference/hf_reference.py"), " ",
+                        shell_quote(checkpoint), " --tokens ", list, " --steps ", steps, " --cache-dtype ", cache_dtype,
                         " --out ", shell_quote(out), " 2>", shell_quote(dir.file("err")));
   int status = std::system(cmd.c_str());
   if (status != 0) fail("reference failed (", status, "): ", read_text_file(dir.file("err")));

@@ -24,10 +24,12 @@ class TokenizeCli : public ::testing::Test {
 };
 
 TEST_F(TokenizeCli, TokenizePrintsIdsOnOneLine) {
-  auto r = run_command(cli("tokenize -t " + shell_quote(dir_ + "/tokenizer.json") + " < " + shell_quote(dir_ + "/text.txt")));
+  auto r = run_command(
+      cli("tokenize -t " + shell_quote(dir_ + "/tokenizer.json") + " < " + shell_quote(dir_ + "/text.txt")));
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "14 11 12 3 6 2 7\n");
-  r = run_command(cli("tokenize --no-special -t " + shell_quote(dir_ + "/tokenizer.json") + " < " + shell_quote(dir_ + "/text.txt")));
+  r = run_command(cli("tokenize --no-special -t " + shell_quote(dir_ + "/tokenizer.json") + " < " +
+                      shell_quote(dir_ + "/text.txt")));
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "11 12 3 6 2 7\n");
 }
@@ -36,7 +38,8 @@ TEST_F(TokenizeCli, DetokenizePrintsText) {
   auto r = run_command("echo '14 11 12 3 6 2 7' | " + cli("detokenize -t " + shell_quote(dir_ + "/tokenizer.json")));
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "<|bos|>hello world");
-  r = run_command("echo '14 11 12 3 6 2 7' | " + cli("detokenize --skip-special -t " + shell_quote(dir_ + "/tokenizer.json")));
+  r = run_command("echo '14 11 12 3 6 2 7' | " +
+                  cli("detokenize --skip-special -t " + shell_quote(dir_ + "/tokenizer.json")));
   EXPECT_EQ(r.out, "hello world");
 }
 
@@ -64,7 +67,8 @@ TEST_F(TokenizeCli, ReadsTheTokenizerEmbeddedInAProgram) {
   ProgramWriter writer(ProgramSpec{});
   writer.add_file("tokenizer.json", test::tiny_tokenizer_json());
   writer.write(dir_ + "/model.hfs");
-  auto r = run_command(cli("tokenize -t " + shell_quote(dir_ + "/model.hfs") + " < " + shell_quote(dir_ + "/text.txt")));
+  auto r =
+      run_command(cli("tokenize -t " + shell_quote(dir_ + "/model.hfs") + " < " + shell_quote(dir_ + "/text.txt")));
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "14 11 12 3 6 2 7\n");
   r = run_command("echo '11 12 3 6 2 7' | " + cli("detokenize -t " + shell_quote(dir_ + "/model.hfs")));

@@ -3,15 +3,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <algorithm>
 #include <functional>
-#include <vector>
+#include <sstream>
 #include <stdexcept>
+#include <vector>
 
 namespace hfstatic::test {
 
@@ -44,8 +44,10 @@ void write_file(const std::string& path, const std::string& data) {
 std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) {
-    if (c == '\'') q += "'\\''";
-    else q += c;
+    if (c == '\'')
+      q += "'\\''";
+    else
+      q += c;
   }
   return q + "'";
 }
@@ -90,7 +92,8 @@ nlohmann::json run_reference(const std::string& script, const std::string& arg) 
   const std::string cmd = "cd " + shell_quote(reference_dir()) + " && " + shell_quote(HFSTATIC_NODE) + " " +
                           shell_quote(script) + " " + shell_quote(arg);
   CommandResult r = run_command(cmd);
-  if (r.exit_code != 0) throw std::runtime_error("reference script failed (exit " + std::to_string(r.exit_code) + "): " + cmd);
+  if (r.exit_code != 0)
+    throw std::runtime_error("reference script failed (exit " + std::to_string(r.exit_code) + "): " + cmd);
   nlohmann::json parsed = nlohmann::json::parse(r.out);
   std::filesystem::create_directories(cache_dir);
   const std::string tmp = cache + ".tmp." + std::to_string(getpid());

@@ -35,7 +35,8 @@ std::string with_added_id(int64_t id) {
 
 TEST(TokenizerHostile, IdsTheFileCannotJustifyAreRefusedBeforeAllocating) {
   // 16 entries: ids up to 2 * 16 + 1024 are accepted, 50,000,000 would be 1.6 GB of tables.
-  EXPECT_THAT(load_error(with_added_id(50000000)), HasSubstr("tokenizer.json: added_tokens[0]: id 50000000 is out of range"));
+  EXPECT_THAT(load_error(with_added_id(50000000)),
+              HasSubstr("tokenizer.json: added_tokens[0]: id 50000000 is out of range"));
   EXPECT_THAT(load_error(with_added_id(16777216)), HasSubstr("ids are below 16777216"));
   EXPECT_THAT(load_error(with_added_id(1056)), HasSubstr("id 1056 is out of range [0, 1056)"));
   EXPECT_EQ(Tokenizer::from_json(with_added_id(1055), "").vocab_size(), 1056);
@@ -48,10 +49,12 @@ TEST(TokenizerHostile, ChatTemplateOfTheWrongTypeIsNamed) {
   const std::string tok = test::tiny_tokenizer_json();
   EXPECT_THAT(load_error(tok, R"({"chat_template": 5})"),
               HasSubstr("tokenizer_config.json: chat_template is a number, not a string"));
-  EXPECT_THAT(load_error(tok, R"({"chat_template": {"default": "x"}})"), HasSubstr("chat_template is an object, not a string"));
+  EXPECT_THAT(load_error(tok, R"({"chat_template": {"default": "x"}})"),
+              HasSubstr("chat_template is an object, not a string"));
   EXPECT_THAT(load_error(tok, R"({"chat_template": [{"name": "tool_use", "template": "t"}]})"),
               HasSubstr("chat_template is a list of named templates without one named \"default\""));
-  EXPECT_THAT(load_error(tok, R"({"chat_template": [{"name": "default"}]})"), HasSubstr("chat_template[0]: expected an object"));
+  EXPECT_THAT(load_error(tok, R"({"chat_template": [{"name": "default"}]})"),
+              HasSubstr("chat_template[0]: expected an object"));
   const Tokenizer named = Tokenizer::from_json(
       tok, R"({"chat_template": [{"name": "tool_use", "template": "t"}, {"name": "default", "template": "d"}]})");
   EXPECT_EQ(named.chat_template(), "d");
@@ -84,8 +87,9 @@ TEST(TokenizerHostile, PathsThatAreNotRegularFilesAreRefused) {
 }
 
 TEST(TokenizerHostile, MessagesThatAreNotUtf8ReadAsReplacementCharacters) {
-  const Tokenizer tok = Tokenizer::from_json(
-      test::tiny_tokenizer_json(), R"({"chat_template": "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"})");
+  const Tokenizer tok =
+      Tokenizer::from_json(test::tiny_tokenizer_json(),
+                           R"({"chat_template": "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"})");
   // As the tokenizer's encode reads text: each maximal ill-formed subsequence becomes U+FFFD.
   EXPECT_EQ(apply_chat_template(tok, {{"system", "be \xff"}, {"user", "a\xc3(b\xe2\x82"}}, true),
             "[system]be \xEF\xBF\xBD[user]a\xEF\xBF\xBD(b\xEF\xBF\xBD");

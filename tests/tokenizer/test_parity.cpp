@@ -18,7 +18,8 @@ using nlohmann::json;
 
 std::string from_hex(const std::string& hex) {
   std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
   return out;
 }
 
@@ -72,10 +73,12 @@ TEST(TokenizerParity, EncodeMatchesReferenceForEveryFileAndString) {
       const auto got_plain = tok.encode(ref.case_bytes[i], false);
       const bool ok = got == ids_of(r["ids"]) && got_plain == ids_of(r["ids_no_special"]);
       EXPECT_EQ(show_ids(got), show_ids(ids_of(r["ids"]))) << m["name"] << " " << ref.case_names[i];
-      EXPECT_EQ(show_ids(got_plain), show_ids(ids_of(r["ids_no_special"]))) << m["name"] << " " << ref.case_names[i] << " (no special)";
+      EXPECT_EQ(show_ids(got_plain), show_ids(ids_of(r["ids_no_special"])))
+          << m["name"] << " " << ref.case_names[i] << " (no special)";
       model_ok += ok;
     }
-    std::printf("encode parity %-14s %zu/%zu strings identical\n", m["name"].get<std::string>().c_str(), model_ok, ref.case_bytes.size());
+    std::printf("encode parity %-14s %zu/%zu strings identical\n", m["name"].get<std::string>().c_str(), model_ok,
+                ref.case_bytes.size());
     total += ref.case_bytes.size();
     identical += model_ok;
   }
@@ -95,7 +98,8 @@ TEST(TokenizerParity, DecodeMatchesReference) {
       const auto ids = ids_of(r["ids"]);
       const std::string full = tok.decode(ids), skip = tok.decode(ids, true);
       EXPECT_EQ(full, r["decode"].get<std::string>()) << m["name"] << " " << ref.case_names[i];
-      EXPECT_EQ(skip, r["decode_skip_special"].get<std::string>()) << m["name"] << " " << ref.case_names[i] << " (skip special)";
+      EXPECT_EQ(skip, r["decode_skip_special"].get<std::string>())
+          << m["name"] << " " << ref.case_names[i] << " (skip special)";
       identical += full == r["decode"].get<std::string>() && skip == r["decode_skip_special"].get<std::string>();
       ++total;
     }
@@ -186,13 +190,15 @@ TEST(TokenizerParity, ChatTemplatesMatchHuggingFaceJinja) {
     }
     try {
       const std::string got = render_chat_template(c["template"].get<std::string>(), c["context"]);
-      EXPECT_EQ(got, c["expected"].get<std::string>()) << family << " " << conv << " agp=" << c["context"]["add_generation_prompt"];
+      EXPECT_EQ(got, c["expected"].get<std::string>())
+          << family << " " << conv << " agp=" << c["context"]["add_generation_prompt"];
       ok += got == c["expected"].get<std::string>();
     } catch (const std::exception& e) {
       ADD_FAILURE() << family << " " << conv << ": " << e.what();
     }
   }
-  for (const auto& [family, r] : per_family) std::printf("chat parity %-16s %d/%d\n", family.c_str(), r.first, r.second);
+  for (const auto& [family, r] : per_family)
+    std::printf("chat parity %-16s %d/%d\n", family.c_str(), r.first, r.second);
   for (const char* family : {"llama3", "qwen2_5", "qwen3", "gemma3", "mistral_nemo", "smollm2", "mistral_instruct"})
     EXPECT_TRUE(per_family.count(family)) << family;
 }
@@ -202,10 +208,12 @@ TEST(TokenizerParity, ApplyChatTemplateUsesTheConfigTemplateAndTokens) {
   REQUIRE_REFERENCE(ref);
   const Tokenizer& tok = *ref.tokenizers["llama3"];
   const std::string got = apply_chat_template(tok, {{"user", "Hi"}}, true);
-  EXPECT_EQ(got, "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
-                 "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(got,
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
   const Tokenizer& qwen = *ref.tokenizers["qwen3"];
-  EXPECT_EQ(apply_chat_template(qwen, {{"user", "Hi"}}, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(apply_chat_template(qwen, {{"user", "Hi"}}, true),
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(qwen.eos_token(), "<|im_end|>");
   EXPECT_FALSE(qwen.bos_id().has_value());
   EXPECT_EQ(tok.bos_id(), 128000);

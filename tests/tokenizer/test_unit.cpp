@@ -49,7 +49,10 @@ TEST(TokenizerUnit, InvalidUtf8IsReplacedNotFatal) {
   const Tokenizer t = Tokenizer::from_json(test::tiny_tokenizer_json(), "");
   const std::string bad = std::string("hello\xff\xc3") + " world";
   EXPECT_EQ(t.encode(bad, false), t.encode("hello\xEF\xBF\xBD\xEF\xBF\xBD world", false));
-  EXPECT_EQ(unicode::to_valid_utf8("a\xe2\x82" "b"), "a\xEF\xBF\xBD" "b");            // truncated: one U+FFFD
+  EXPECT_EQ(unicode::to_valid_utf8("a\xe2\x82"
+                                   "b"),
+            "a\xEF\xBF\xBD"
+            "b");                                                                             // truncated: one U+FFFD
   EXPECT_EQ(unicode::to_valid_utf8("\xed\xa0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate: per byte
   EXPECT_EQ(unicode::to_valid_utf8("\xf0\x9f\x98"), "\xEF\xBF\xBD");
   EXPECT_TRUE(unicode::is_valid_utf8("\xe2\x82\xac"));
@@ -71,7 +74,8 @@ TEST(TokenizerUnit, DecodeRejectsOutOfRangeIds) {
 TEST(TokenizerUnit, LoadErrorsNameTheProblem) {
   EXPECT_NE(load_error("{not json").find("invalid JSON"), std::string::npos);
   EXPECT_NE(load_error(R"({"version": "1.0"})").find("missing key \"model\""), std::string::npos);
-  EXPECT_NE(load_error(test::tiny_tokenizer_json(R"({"type": "WordPiece", "vocab": {}})")).find("WordPiece"), std::string::npos);
+  EXPECT_NE(load_error(test::tiny_tokenizer_json(R"({"type": "WordPiece", "vocab": {}})")).find("WordPiece"),
+            std::string::npos);
   EXPECT_NE(load_error(test::tiny_tokenizer_json(R"({"type": "BPE", "merges": []})")).find("vocab"), std::string::npos);
   const std::string bad_merge = load_error(test::tiny_tokenizer_json("", R"(["h e", "x y"])"));
   EXPECT_NE(bad_merge.find("merges[1]"), std::string::npos) << bad_merge;
@@ -90,7 +94,8 @@ TEST(TokenizerUnit, LoadErrorsNameTheProblem) {
 
 TEST(TokenizerUnit, UnsupportedSplitRegexIsAnError) {
   std::string json = test::tiny_tokenizer_json();
-  const std::string pre = R"({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true})";
+  const std::string pre =
+      R"({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true})";
   json.replace(json.find(pre), pre.size(),
                R"J({"type": "Split", "pattern": {"Regex": "[a-z]+(?=x)"}, "behavior": "Isolated", "invert": false})J");
   const std::string err = load_error(json);
@@ -118,7 +123,8 @@ TEST(TokenizerUnit, SentencePieceStyleBpeWithByteFallback) {
                                v += name;
                              }
                              return v;
-                           }() + R"("end": 300},
+                           }() +
+                           R"("end": 300},
       "merges": [["▁", "h"], ["▁h", "i"]]}})";
   const Tokenizer t = Tokenizer::from_json(json, "");
   // "hi é": ▁hi | ▁ | é -> bytes C3 A9 -> <0xC3> <0xA9> = 7+0xC3, 7+0xA9
@@ -145,9 +151,9 @@ TEST(TokenizerUnit, MetaspacePreTokenizerPrependsOnTheFirstSectionOnly) {
       "vocab": {"<unk>": 0, "<s>": 1, "▁": 2, "a": 3, "b": 4, "▁a": 5, "▁b": 6},
       "merges": ["▁ a", "▁ b"]}})";
   const Tokenizer t = Tokenizer::from_json(json, "");
-  EXPECT_EQ(t.encode("a b"), (V{5, 6}));         // "▁a▁b"
+  EXPECT_EQ(t.encode("a b"), (V{5, 6}));            // "▁a▁b"
   EXPECT_EQ(t.encode("a<s>a b"), (V{5, 1, 3, 6}));  // no ▁ after the special token
-  EXPECT_EQ(t.encode("a c"), (V{5, 2, 0}));       // unknown 'c' -> <unk>
+  EXPECT_EQ(t.encode("a c"), (V{5, 2, 0}));         // unknown 'c' -> <unk>
   EXPECT_EQ(t.decode({5, 6}), "a b");
 }
 
@@ -178,9 +184,9 @@ TEST(TokenizerUnit, UnicodeTablesAndNfc) {
   EXPECT_EQ(unicode::category(U'€'), unicode::Sc);
   EXPECT_TRUE(unicode::is_whitespace(0x3000));
   EXPECT_FALSE(unicode::is_whitespace(0x200B));
-  EXPECT_EQ(unicode::nfc("e\xCC\x81"), "\xC3\xA9");                          // e + acute -> é
-  EXPECT_EQ(unicode::nfc("o\xCC\xA3\xCC\x82"), "\xE1\xBB\x99");              // o + dot below + circumflex -> ộ
-  EXPECT_EQ(unicode::nfc("\xE1\x84\x80\xE1\x85\xA1"), "\xEA\xB0\x80");     // Hangul jamo -> 가
+  EXPECT_EQ(unicode::nfc("e\xCC\x81"), "\xC3\xA9");                     // e + acute -> é
+  EXPECT_EQ(unicode::nfc("o\xCC\xA3\xCC\x82"), "\xE1\xBB\x99");         // o + dot below + circumflex -> ộ
+  EXPECT_EQ(unicode::nfc("\xE1\x84\x80\xE1\x85\xA1"), "\xEA\xB0\x80");  // Hangul jamo -> 가
   EXPECT_EQ(unicode::nfc("abc"), "abc");
   // Only the stretch around the combining mark changes; text on both sides is copied as is.
   EXPECT_EQ(unicode::nfc("\xE6\x97\xA5x e\xCC\x81\xCC\x81 \xE4\xB8\xAD A\xCC\x8A\xCC\x81!"),

@@ -36,7 +36,8 @@ TEST(HeapAllocator, LargeBuffersTakeMemoryOnlyWhereWritten) {
   Buffer b(HeapAllocator::instance(), bytes);
   std::memset(b.data(), 1, size_t(1) << 20);  // the first MiB only
   const uint64_t grown = current_rss_bytes() - before;
-  EXPECT_LT(grown, uint64_t(64) << 20) << "a 256 MiB buffer with 1 MiB written made " << (grown >> 20) << " MiB resident";
+  EXPECT_LT(grown, uint64_t(64) << 20) << "a 256 MiB buffer with 1 MiB written made " << (grown >> 20)
+                                       << " MiB resident";
 }
 
 }  // namespace
