@@ -21,6 +21,7 @@ packages=(
   libcpp-httplib-dev                             # HTTP server of hfstatic serve
   python3 python3-numpy                          # independent NumPy reference of the HF forward pass
   clang libclang-rt-14-dev llvm                  # fuzz/ (libFuzzer) and sanitizer runtimes
+  clang-format                                   # scripts/check-format.sh (CI)
 )
 # Node.js (with npm) runs the Hugging Face tokenizer reference; keep a Node.js that is already
 # installed (some come with their own npm, which conflicts with Debian's npm package).
