@@ -109,6 +109,9 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   if (r.has("rope_scaling")) {
     const json& s = j["rope_scaling"];
     if (!s.is_object()) fail(origin, ": config field 'rope_scaling' = ", s.dump(), " is not an object");
+    for (const char* key : {"rope_type", "type"})
+      if (s.contains(key) && !s[key].is_string())
+        fail(origin, ": config field 'rope_scaling.", key, "' = ", s[key].dump(), " is not a string");
     std::string type;
     if (s.contains("rope_type") && s["rope_type"].is_string())
       type = s["rope_type"].get<std::string>();

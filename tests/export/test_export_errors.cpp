@@ -151,6 +151,12 @@ TEST_F(ExportErrors, BrokenTokenizerOrTemplateFailsTheExport) {
   EXPECT_THAT(export_error(c), HasSubstr("tokenizer_config.json: chat_template: chat template line 1"));
 }
 
+TEST_F(ExportErrors, RopeScalingTypeThatIsNotAString) {
+  std::string c = checkpoint();
+  edit_config(c, [](json& j) { j["rope_scaling"] = {{"type", 3}}; });
+  EXPECT_THAT(export_error(c), HasSubstr("config.json: config field 'rope_scaling.type' = 3 is not a string"));
+}
+
 TEST_F(ExportErrors, RopeScalingYarn) {
   auto c = checkpoint();
   edit_config(c, [](json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; });
