@@ -139,7 +139,14 @@ GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const 
 
   Sampler sampler(config.sampling);
   std::unique_ptr<StreamDecoder> decoder;
-  if (tokenizer_) decoder = std::make_unique<StreamDecoder>(*tokenizer_, /*skip_special=*/true);
+  if (tokenizer_) {
+    decoder = std::make_unique<StreamDecoder>(*tokenizer_, /*skip_special=*/true);
+    // The text continues what the model has seen: decoded as such, its first space stays.
+    std::vector<int32_t> seen;  // the last few ids with text, which is all the decoder keeps
+    for (auto it = context_.rbegin(); it != context_.rend() && seen.size() < 16; ++it)
+      if (*it < tokenizer_->vocab_size()) seen.insert(seen.begin(), int32_t(*it));
+    decoder->continue_after(seen);
+  }
   std::string text;
   size_t emitted = 0;  // bytes of text passed to on_text
   const auto decode_start = Clock::now();

@@ -418,6 +418,18 @@ const std::string& Tokenizer::chat_template() const { return impl_->chat_templat
 StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool skip_special)
     : tokenizer_(&tokenizer), skip_special_(skip_special) {}
 
+void StreamDecoder::continue_after(std::span<const int32_t> context) {
+  constexpr size_t kContextIds = 8;  // enough for a word boundary or a split UTF-8 sequence
+  const size_t keep = std::min(context.size(), kContextIds);
+  std::vector<int32_t> ids(context.end() - static_cast<std::ptrdiff_t>(keep), context.end());
+  std::string text = tokenizer_->decode(ids, skip_special_);
+  // A context that ends inside a UTF-8 sequence cannot be a prefix of what follows it.
+  if (text.size() >= 3 && text.compare(text.size() - 3, 3, "\xEF\xBF\xBD") == 0) return;
+  ids_ = std::move(ids);
+  prefix_ = std::move(text);
+  prefix_index_ = ids_.size();
+}
+
 std::string StreamDecoder::push(int32_t id) {
   ids_.push_back(id);
   std::string text = tokenizer_->decode(ids_, skip_special_);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,10 @@ class Tokenizer {
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special = false);
+  // Decodes what comes next as the continuation of `context` (the ids before it, e.g. a prompt;
+  // the last few are kept), not as the start of a text: a SentencePiece-style decoder strips the
+  // space of a text's first word, not of the word that follows a prompt. Before the first push.
+  void continue_after(std::span<const int32_t> context);
   std::string push(int32_t id);
   // Emits whatever is still held back (e.g. an incomplete byte sequence, as U+FFFD) and resets.
   std::string flush();

