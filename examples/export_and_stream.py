@@ -27,6 +27,7 @@ def main():
     args = ap.parse_args()
 
     folder = args.out or tempfile.mkdtemp(prefix="hfstatic-example-")
+    os.makedirs(folder, exist_ok=True)
     checkpoint = os.path.join(folder, "checkpoint")
     program = os.path.join(folder, args.preset + ".hfs")
     hfstatic.make_checkpoint(checkpoint, preset=args.preset, seed=args.seed)

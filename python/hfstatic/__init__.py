@@ -13,9 +13,6 @@ that breaks its I/O contract), ``FormatError`` (files that are not valid program
 tokenizers) and ``UsageError`` (bad arguments, a prompt past the context).
 """
 
-import queue
-import threading
-
 from . import _hfstatic
 from ._hfstatic import (
     ContractError,
@@ -80,6 +77,9 @@ class Runner(_hfstatic.Runner):
     def _stream(self, method, prompt, options):
         if "on_text" in options:
             raise UsageError("stream() yields the text itself; on_text is for generate() and chat()")
+        import queue  # here rather than at the top: importing hfstatic stays as quick as loading the tool
+        import threading
+
         pieces = queue.SimpleQueue()
         finished = object()
         cancelled = threading.Event()

@@ -23,6 +23,8 @@ void bind_errors(py::module_& m) {
   contract_error.doc() = "A program that breaks its I/O contract (hf_static v1); the message lists every violation.";
   format_error.doc() = "A file that cannot be read or is not a valid program, checkpoint or tokenizer.";
   usage_error.doc() = "Bad arguments: a value out of range, a prompt past the context, an id outside the vocabulary.";
+  for (py::handle cls : std::initializer_list<py::handle>{error, contract_error, format_error, usage_error})
+    cls.attr("__module__") = "hfstatic";
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

@@ -109,6 +109,7 @@ def test_export_errors(tiny_checkpoint, tmp_path):
     assert not (tmp_path / "p.hfs").exists()
     with pytest.raises(hfstatic.UsageError, match="nope"):
         hfstatic.make_checkpoint(tmp_path / "c", preset="nope")
+    assert hfstatic.UsageError.__module__ == "hfstatic"
 
 
 def test_an_exception_in_on_text_reaches_the_caller():
