@@ -74,8 +74,9 @@ std::vector<std::string> problems(const std::shared_ptr<const Program>& program)
 }
 
 ExportSummary export_checkpoint(const std::filesystem::path& hf_dir, const std::filesystem::path& out,
-                                std::optional<int64_t> prefill_len, int64_t max_context, std::optional<std::string> weights_dtype,
-                                const std::string& cache_dtype, bool repeat_state, const std::string& mutation_order,
+                                std::optional<int64_t> prefill_len, int64_t max_context,
+                                std::optional<std::string> weights_dtype, const std::string& cache_dtype,
+                                bool repeat_state, const std::string& mutation_order,
                                 std::optional<py::function> progress) {
   ExportOptions options;
   options.graph.max_context = int_arg("max_context", max_context, 2, int64_t(1) << 24);
@@ -84,7 +85,8 @@ ExportSummary export_checkpoint(const std::filesystem::path& hf_dir, const std::
   options.graph.cache_dtype = dtype_arg("cache_dtype", cache_dtype, {DType::F32, DType::F16});
   options.graph.repeat_state = repeat_state;
   options.graph.mutation_order = mutation_order;
-  if (weights_dtype) options.weights_dtype = dtype_arg("weights_dtype", *weights_dtype, {DType::F32, DType::F16, DType::BF16});
+  if (weights_dtype)
+    options.weights_dtype = dtype_arg("weights_dtype", *weights_dtype, {DType::F32, DType::F16, DType::BF16});
   if (progress) {
     options.progress = [&progress](uint64_t done, uint64_t total) {
       py::gil_scoped_acquire gil;
@@ -128,8 +130,10 @@ void bind_program(py::module_& m) {
       .def_property_readonly("metadata", [](const PyProgram& p) { return to_python(p.program->metadata()); },
                              "The model and contract metadata, as a dict.")
       .def_property_readonly("methods", [](const PyProgram& p) { return method_signatures(*p.program); },
-                             "Each method's name, inputs and outputs (name, dtype, shape; outputs also memory) and node count.")
-      .def("embedded_file", [](const PyProgram& p, const std::string& name) { return py::bytes(p.program->embedded_file(name)); },
+                             "Each method's name, inputs and outputs (name, dtype, shape; outputs also memory) and\n"
+                             "node count.")
+      .def("embedded_file",
+           [](const PyProgram& p, const std::string& name) { return py::bytes(p.program->embedded_file(name)); },
            py::arg("name"), "Bytes of a file embedded in the program, such as 'tokenizer.json' (empty when absent).")
       .def("validate", [](const PyProgram& p) {
              py::gil_scoped_release release;
@@ -149,9 +153,10 @@ void bind_program(py::module_& m) {
         "Returns every problem (an empty list when the program is valid); raises FormatError for a file that is not\n"
         "a program at all.");
 
-  m.def("export", &export_checkpoint, py::arg("hf_dir"), py::arg("out"), py::kw_only(), py::arg("prefill_len") = py::none(),
-        py::arg("max_context") = 512, py::arg("weights_dtype") = py::none(), py::arg("cache_dtype") = "float32",
-        py::arg("repeat_state") = false, py::arg("mutation_order") = "input", py::arg("progress") = py::none(),
+  m.def("export", &export_checkpoint, py::arg("hf_dir"), py::arg("out"), py::kw_only(),
+        py::arg("prefill_len") = py::none(), py::arg("max_context") = 512, py::arg("weights_dtype") = py::none(),
+        py::arg("cache_dtype") = "float32", py::arg("repeat_state") = false, py::arg("mutation_order") = "input",
+        py::arg("progress") = py::none(),
         "Exports the Hugging Face checkpoint folder `hf_dir` to the program file `out` (written atomically), as\n"
         "`hfstatic export` does. prefill_len defaults to min(32, max_context); weights_dtype (float32, float16,\n"
         "bfloat16) defaults to the checkpoint's; cache_dtype is float32 or float16. progress(done, total), when\n"
@@ -161,7 +166,8 @@ void bind_program(py::module_& m) {
       .def_readonly("weight_bytes", &ExportSummary::weight_bytes, "Bytes of its weights.")
       .def_readonly("tensors", &ExportSummary::tensors, "Number of tensors.")
       .def("__repr__", [](const ExportSummary& s) {
-        return cat("ExportSummary(file_bytes=", s.file_bytes, ", weight_bytes=", s.weight_bytes, ", tensors=", s.tensors, ")");
+        return cat("ExportSummary(file_bytes=", s.file_bytes, ", weight_bytes=", s.weight_bytes, ", tensors=", s.tensors,
+                   ")");
       });
 
   m.def("make_checkpoint", &make_checkpoint_folder, py::arg("out"), py::kw_only(), py::arg("preset") = "tiny",

@@ -26,7 +26,8 @@ class Busy {
  public:
   explicit Busy(PyRunner& r) : lock_(r.busy, std::try_to_lock) {
     if (!lock_.owns_lock())
-      throw UsageError("this Runner is busy in another thread (a generation or stream is running); use one Runner per thread");
+      throw UsageError(
+          "this Runner is busy in another thread (a generation or stream is running); use one Runner per thread");
   }
 
  private:
@@ -36,6 +37,7 @@ class Busy {
 using Prompt = std::variant<std::string, std::vector<int64_t>>;
 using StopStrings = std::variant<std::string, std::vector<std::string>>;
 using TextCallback = std::optional<py::function>;
+using TextSink = std::function<void(const std::string&)>;
 
 double real_arg(const char* arg, double value, double lo, double hi) {
   if (!(value >= lo && value <= hi)) throw UsageError(cat(arg, ": ", value, " is outside [", lo, ", ", hi, "]"));
@@ -44,8 +46,8 @@ double real_arg(const char* arg, double value, double lo, double hi) {
 
 // The generation settings, checked as `hfstatic run` checks its flags. Without max_tokens: 64,
 // or the model's context when it is shorter.
-GenerationConfig generation_config(const Runner& runner, std::optional<int64_t> max_tokens, double temperature, int64_t top_k,
-                                   double top_p, double min_p, double repeat_penalty, int64_t seed,
+GenerationConfig generation_config(const Runner& runner, std::optional<int64_t> max_tokens, double temperature,
+                                   int64_t top_k, double top_p, double min_p, double repeat_penalty, int64_t seed,
                                    const std::optional<StopStrings>& stop, bool ignore_eos) {
   GenerationConfig config;
   config.max_new_tokens = max_tokens ? int64_t(real_arg("max_tokens", double(*max_tokens), 0, double(int64_t(1) << 24)))
@@ -66,7 +68,7 @@ GenerationConfig generation_config(const Runner& runner, std::optional<int64_t> 
 }
 
 // on_text as the runner calls it: with the GIL taken back for the Python call.
-std::function<void(const std::string&)> text_callback(const TextCallback& on_text) {
+TextSink text_callback(const TextCallback& on_text) {
   if (!on_text) return {};
   return [&on_text](const std::string& piece) {
     py::gil_scoped_acquire gil;
@@ -139,6 +141,42 @@ std::unique_ptr<PyRunner> load_runner(const std::optional<std::filesystem::path>
   return r;
 }
 
+const Prompt& generation_input(const Prompt& prompt) { return prompt; }
+std::vector<ChatMessage> generation_input(const py::sequence& messages) { return chat_messages(messages); }
+
+GenerationResult start_generate(Runner& runner, const Prompt& prompt, const GenerationConfig& config,
+                                const TextSink& on_text) {
+  if (auto* text = std::get_if<std::string>(&prompt)) return runner.generate(*text, config, on_text);
+  return runner.generate_tokens(std::get<std::vector<int64_t>>(prompt), config, {}, on_text);
+}
+
+// The whole conversation, from position 0.
+GenerationResult start_chat(Runner& runner, const std::vector<ChatMessage>& messages, const GenerationConfig& config,
+                            const TextSink& on_text) {
+  if (!runner.tokenizer()) throw UsageError("this program has no tokenizer; chat needs one");
+  Conversation conversation(*runner.tokenizer(), messages);
+  bool restart = false;
+  std::vector<int64_t> ids = conversation.pending_tokens(restart);
+  runner.reset();
+  return runner.generate_tokens(ids, config, {}, on_text);
+}
+
+// A generating method of Runner: its input (converted with the GIL held), the sampling keywords,
+// then start(runner, input, config, on_text) without the GIL; the result becomes Runner.last.
+template <typename Input, typename Start>
+auto generation_method(Start start) {
+  return [start](PyRunner& r, const Input& input, std::optional<int64_t> max_tokens, double temperature, int64_t top_k,
+                 double top_p, double min_p, double repeat_penalty, int64_t seed, const std::optional<StopStrings>& stop,
+                 bool ignore_eos, const TextCallback& on_text) {
+    const auto& prepared = generation_input(input);
+    Busy busy(r);
+    GenerationConfig config = generation_config(*r.runner, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
+                                                seed, stop, ignore_eos);
+    const TextSink on_piece = text_callback(on_text);
+    return run_generation(r, [&] { return start(*r.runner, prepared, config, on_piece); });
+  };
+}
+
 // The sampling keywords every generating method takes, in the order of generation_config.
 #define HFSTATIC_SAMPLING_ARGS                                                                                         \
   py::kw_only(), py::arg("max_tokens") = py::none(), py::arg("temperature") = 0.0, py::arg("top_k") = 0,               \
@@ -162,46 +200,20 @@ void bind_runner(py::module_& m) {
       .def_property_readonly("stats", [](const GenerationResult& g) { return stats_dict(g.stats); },
                              "Timings (ms), token counts, speeds and peak memory, as `hfstatic run --stats` prints them.")
       .def("__repr__", [](const GenerationResult& g) {
-        return cat("<hfstatic.Generation ", g.tokens.size(), " tokens, stop_reason=", stop_reason_name(g.stop_reason), ">");
+        return cat("<hfstatic.Generation ", g.tokens.size(), " tokens, stop_reason=", stop_reason_name(g.stop_reason),
+                   ">");
       });
 
   py::class_<PyRunner>(m, "Runner", "Generates text with a program, keeping its context from call to call.")
       .def(py::init(&load_runner), py::arg("path") = py::none(), py::arg("threads") = py::none(),
            "Loads and validates the program at `path` (None: the default program linked into the module) with\n"
            "`threads` compute threads (None: every hardware thread). Raises FormatError or ContractError.")
-      .def("generate", [](PyRunner& r, const Prompt& prompt, std::optional<int64_t> max_tokens, double temperature, int64_t top_k,
-                          double top_p, double min_p, double repeat_penalty, int64_t seed, const std::optional<StopStrings>& stop,
-                          bool ignore_eos, const TextCallback& on_text) {
-             Busy busy(r);
-             GenerationConfig config = generation_config(*r.runner, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
-                                                         seed, stop, ignore_eos);
-             auto on_piece = text_callback(on_text);
-             return run_generation(r, [&] {
-               if (auto* text = std::get_if<std::string>(&prompt)) return r.runner->generate(*text, config, on_piece);
-               return r.runner->generate_tokens(std::get<std::vector<int64_t>>(prompt), config, {}, on_piece);
-             });
-           },
-           py::arg("prompt"), HFSTATIC_SAMPLING_ARGS,
+      .def("generate", generation_method<Prompt>(start_generate), py::arg("prompt"), HFSTATIC_SAMPLING_ARGS,
            (std::string("Continues the context with `prompt` (text, or a list of token ids) and returns the generated\n"
-                        "text. A text prompt gets the tokenizer's special tokens (a bos) at the start of the context only.\n") +
+                        "text. A text prompt gets the tokenizer's special tokens (a bos) at the start of the context\n"
+                        "only.\n") +
             kSamplingDoc).c_str())
-      .def("chat", [](PyRunner& r, const py::sequence& messages, std::optional<int64_t> max_tokens, double temperature, int64_t top_k,
-                      double top_p, double min_p, double repeat_penalty, int64_t seed, const std::optional<StopStrings>& stop,
-                      bool ignore_eos, const TextCallback& on_text) {
-             std::vector<ChatMessage> list = chat_messages(messages);
-             Busy busy(r);
-             if (!r.runner->tokenizer()) throw UsageError("this program has no tokenizer; chat needs one");
-             GenerationConfig config = generation_config(*r.runner, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
-                                                         seed, stop, ignore_eos);
-             auto on_piece = text_callback(on_text);
-             return run_generation(r, [&] {
-               Conversation conversation(*r.runner->tokenizer(), list);
-               bool restart = false;
-               std::vector<int64_t> ids = conversation.pending_tokens(restart);
-               r.runner->reset();
-               return r.runner->generate_tokens(ids, config, {}, on_piece);
-             });
-           },
+      .def("chat", generation_method<py::sequence>(start_chat),
            py::arg("messages"), HFSTATIC_SAMPLING_ARGS,
            (std::string("Answers a conversation, a list of {'role', 'content'} dicts rendered with the tokenizer's chat\n"
                         "template; the context starts over with the whole conversation. Returns the reply's text.\n") +
@@ -212,7 +224,8 @@ void bind_runner(py::module_& m) {
            },
            py::arg("ids"),
            "Feeds token ids after the context (a pending sampled token first) without sampling. Returns the next-token\n"
-           "logits as a read-only float32 NumPy array that views the runner's buffer (no copy): valid until the next step.")
+           "logits as a read-only float32 NumPy array that views the runner's buffer (no copy): valid until the\n"
+           "next step.")
       .def("decode", [](py::object self, int64_t id) {
              PyRunner& r = self.cast<PyRunner&>();
              return logits_view(step(r, [&] { return r.runner->decode(id); }), self);
@@ -233,9 +246,16 @@ void bind_runner(py::module_& m) {
            py::arg("n"), "Forgets the last n tokens of the context.")
       .def("stop", [](PyRunner& r) { r.runner->stop(); },
            "Ends the running generation at its next token; safe to call from any thread.")
-      .def_property_readonly("position", [](const PyRunner& r) { return r.runner->position(); }, "Tokens the model has seen.")
-      .def_property_readonly("context", [](const PyRunner& r) { return r.runner->context(); },
-                             "The context's token ids: those fed and the pending sampled one.")
+      .def_property_readonly("position", [](PyRunner& r) {
+             Busy busy(r);
+             return r.runner->position();
+           },
+           "Tokens the model has seen.")
+      .def_property_readonly("context", [](PyRunner& r) {
+             Busy busy(r);
+             return r.runner->context();
+           },
+           "The context's token ids: those fed and the pending sampled one.")
       .def_property_readonly("model", [](const PyRunner& r) { return model_info(r.runner->model()); },
                              "What the runner knows of the model (layers, context, vocabulary, end ids...).")
       .def_property_readonly("tokenizer", [](const PyRunner& r) {

@@ -41,7 +41,8 @@ std::vector<int32_t> token_ids(const std::vector<int64_t>& ids, int32_t vocab) {
   std::vector<int32_t> out;
   out.reserve(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] >= vocab) throw UsageError(cat("ids[", i, "] = ", ids[i], " is outside the vocabulary [0, ", vocab, ")"));
+    if (ids[i] < 0 || ids[i] >= vocab)
+      throw UsageError(cat("ids[", i, "] = ", ids[i], " is outside the vocabulary [0, ", vocab, ")"));
     out.push_back(int32_t(ids[i]));
   }
   return out;
@@ -52,7 +53,8 @@ py::object optional_id(std::optional<int32_t> id) { return id ? py::object(py::i
 }  // namespace
 
 void bind_tokenizer(py::module_& m) {
-  py::class_<TokenizerHandle>(m, "Tokenizer", "A Hugging Face tokenizer.json tokenizer (BPE), as Hugging Face encodes and decodes.")
+  py::class_<TokenizerHandle>(m, "Tokenizer",
+                              "A Hugging Face tokenizer.json tokenizer (BPE), as Hugging Face encodes and decodes.")
       .def(py::init([](std::optional<std::filesystem::path> program) {
              py::gil_scoped_release release;
              return TokenizerHandle{program_tokenizer(program)};
@@ -64,7 +66,8 @@ void bind_tokenizer(py::module_& m) {
                   },
                   py::arg("path"), "Reads a tokenizer.json (and a tokenizer_config.json beside it, when there is one).")
       .def_static("from_json", [](const std::string& tokenizer_json, const std::string& config_json) {
-                    return TokenizerHandle{std::make_shared<const Tokenizer>(Tokenizer::from_json(tokenizer_json, config_json))};
+                    auto tokenizer = Tokenizer::from_json(tokenizer_json, config_json);
+                    return TokenizerHandle{std::make_shared<const Tokenizer>(std::move(tokenizer))};
                   },
                   py::arg("tokenizer_json"), py::arg("tokenizer_config_json") = "",
                   "A tokenizer from the text of a tokenizer.json (and of a tokenizer_config.json).")
@@ -95,14 +98,16 @@ void bind_tokenizer(py::module_& m) {
              return tok.token(token_ids({id}, tok.vocab_size())[0]);
            },
            py::arg("id"), "The vocabulary string of an id (e.g. 'Ġhello').")
-      .def("token_id", [](const TokenizerHandle& t, const std::string& token) { return optional_id(t.get().token_id(token)); },
+      .def("token_id",
+           [](const TokenizerHandle& t, const std::string& token) { return optional_id(t.get().token_id(token)); },
            py::arg("token"), "The id of a vocabulary string, or None.")
       .def("is_special", [](const TokenizerHandle& t, int64_t id) {
              const Tokenizer& tok = t.get();
              return tok.is_special(token_ids({id}, tok.vocab_size())[0]);
            },
            py::arg("id"), "Whether the id is a special added token.")
-      .def_property_readonly("vocab_size", [](const TokenizerHandle& t) { return t.get().vocab_size(); }, "Number of ids.")
+      .def_property_readonly("vocab_size", [](const TokenizerHandle& t) { return t.get().vocab_size(); },
+                             "Number of ids.")
       .def_property_readonly("bos_id", [](const TokenizerHandle& t) { return optional_id(t.get().bos_id()); },
                              "The beginning-of-sequence id, or None.")
       .def_property_readonly("eos_id", [](const TokenizerHandle& t) { return optional_id(t.get().eos_id()); },
@@ -110,7 +115,8 @@ void bind_tokenizer(py::module_& m) {
       .def_property_readonly("chat_template", [](const TokenizerHandle& t) { return t.get().chat_template(); },
                              "The chat template's source (empty when the tokenizer has none).")
       .def("__repr__", [](const TokenizerHandle& t) {
-        return t.tokenizer ? cat("<hfstatic.Tokenizer vocab_size=", t.tokenizer->vocab_size(), ">") : std::string("<hfstatic.Tokenizer (none)>");
+        if (!t.tokenizer) return std::string("<hfstatic.Tokenizer (none)>");
+        return cat("<hfstatic.Tokenizer vocab_size=", t.tokenizer->vocab_size(), ">");
       });
 }
 
