@@ -116,42 +116,53 @@ void make_checkpoint_folder(const std::filesystem::path& out, const std::string&
 }  // namespace
 
 void bind_program(py::module_& m) {
-  py::class_<PyProgram>(m, "Program", "A program file, mapped and checked for structure (not yet against its contract).")
+  py::class_<PyProgram>(m, "Program",
+                        "A program file, mapped and checked for structure (not yet against its contract).")
       .def(py::init([](std::optional<std::filesystem::path> path) {
              py::gil_scoped_release release;
              return PyProgram{load_program(path)};
            }),
            py::arg("path") = py::none(),
            "Loads the program at `path` (None: the default program linked into the module). Raises FormatError.")
-      .def_property_readonly("path", [](const PyProgram& p) { return p.program->path(); }, "The file's path.")
-      .def_property_readonly("file_size", [](const PyProgram& p) { return p.program->file_size(); }, "Bytes of the file.")
-      .def_property_readonly("weight_bytes", [](const PyProgram& p) { return p.program->weight_bytes(); },
-                             "Bytes of its weight tensors.")
-      .def_property_readonly("metadata", [](const PyProgram& p) { return to_python(p.program->metadata()); },
-                             "The model and contract metadata, as a dict.")
-      .def_property_readonly("methods", [](const PyProgram& p) { return method_signatures(*p.program); },
-                             "Each method's name, inputs and outputs (name, dtype, shape; outputs also memory) and\n"
-                             "node count.")
-      .def("embedded_file",
-           [](const PyProgram& p, const std::string& name) { return py::bytes(p.program->embedded_file(name)); },
-           py::arg("name"), "Bytes of a file embedded in the program, such as 'tokenizer.json' (empty when absent).")
-      .def("validate", [](const PyProgram& p) {
-             py::gil_scoped_release release;
-             return problems(p.program);
-           },
-           "Every contract violation and graph problem of the program; empty when it is valid.")
-      .def("describe", [](const PyProgram& p) { return IOManagerRegistry::instance().describe(*p.program); },
-           "A one-line summary of a valid program ('hf_static v1 program (...)').")
+      .def_property_readonly(
+          "path", [](const PyProgram& p) { return p.program->path(); }, "The file's path.")
+      .def_property_readonly(
+          "file_size", [](const PyProgram& p) { return p.program->file_size(); }, "Bytes of the file.")
+      .def_property_readonly(
+          "weight_bytes", [](const PyProgram& p) { return p.program->weight_bytes(); }, "Bytes of its weight tensors.")
+      .def_property_readonly(
+          "metadata", [](const PyProgram& p) { return to_python(p.program->metadata()); },
+          "The model and contract metadata, as a dict.")
+      .def_property_readonly(
+          "methods", [](const PyProgram& p) { return method_signatures(*p.program); },
+          "Each method's name, inputs and outputs (name, dtype, shape; outputs also memory) and\n"
+          "node count.")
+      .def(
+          "embedded_file",
+          [](const PyProgram& p, const std::string& name) { return py::bytes(p.program->embedded_file(name)); },
+          py::arg("name"), "Bytes of a file embedded in the program, such as 'tokenizer.json' (empty when absent).")
+      .def(
+          "validate",
+          [](const PyProgram& p) {
+            py::gil_scoped_release release;
+            return problems(p.program);
+          },
+          "Every contract violation and graph problem of the program; empty when it is valid.")
+      .def(
+          "describe", [](const PyProgram& p) { return IOManagerRegistry::instance().describe(*p.program); },
+          "A one-line summary of a valid program ('hf_static v1 program (...)').")
       .def("__repr__", [](const PyProgram& p) { return "<hfstatic.Program " + p.program->path() + ">"; });
 
-  m.def("validate", [](const std::filesystem::path& path) {
-          py::gil_scoped_release release;
-          return problems(Program::load(path.string()));
-        },
-        py::arg("path"),
-        "Checks the program at `path` against its I/O contract and its methods' graphs, as `hfstatic validate` does.\n"
-        "Returns every problem (an empty list when the program is valid); raises FormatError for a file that is not\n"
-        "a program at all.");
+  m.def(
+      "validate",
+      [](const std::filesystem::path& path) {
+        py::gil_scoped_release release;
+        return problems(Program::load(path.string()));
+      },
+      py::arg("path"),
+      "Checks the program at `path` against its I/O contract and its methods' graphs, as `hfstatic validate` does.\n"
+      "Returns every problem (an empty list when the program is valid); raises FormatError for a file that is not\n"
+      "a program at all.");
 
   m.def("export", &export_checkpoint, py::arg("hf_dir"), py::arg("out"), py::kw_only(),
         py::arg("prefill_len") = py::none(), py::arg("max_context") = 512, py::arg("weights_dtype") = py::none(),
@@ -166,20 +177,22 @@ void bind_program(py::module_& m) {
       .def_readonly("weight_bytes", &ExportSummary::weight_bytes, "Bytes of its weights.")
       .def_readonly("tensors", &ExportSummary::tensors, "Number of tensors.")
       .def("__repr__", [](const ExportSummary& s) {
-        return cat("ExportSummary(file_bytes=", s.file_bytes, ", weight_bytes=", s.weight_bytes, ", tensors=", s.tensors,
-                   ")");
+        return cat("ExportSummary(file_bytes=", s.file_bytes, ", weight_bytes=", s.weight_bytes,
+                   ", tensors=", s.tensors, ")");
       });
 
   m.def("make_checkpoint", &make_checkpoint_folder, py::arg("out"), py::kw_only(), py::arg("preset") = "tiny",
         py::arg("seed") = 0, py::arg("dtype") = py::none(), py::arg("shard_mib") = 0,
         "Writes a random-initialised Hugging Face checkpoint of a preset into the folder `out`, as\n"
         "`hfstatic make-checkpoint` does (checkpoint_presets() lists the presets).");
-  m.def("checkpoint_presets", [] {
-          py::dict presets;
-          for (const auto& p : checkpoint_presets()) presets[py::str(p.name)] = p.description;
-          return presets;
-        },
-        "The presets make_checkpoint() knows: {name: description}.");
+  m.def(
+      "checkpoint_presets",
+      [] {
+        py::dict presets;
+        for (const auto& p : checkpoint_presets()) presets[py::str(p.name)] = p.description;
+        return presets;
+      },
+      "The presets make_checkpoint() knows: {name: description}.");
 }
 
 }  // namespace hfstatic::python

@@ -61,8 +61,10 @@ GenerationConfig generation_config(const Runner& runner, std::optional<int64_t> 
   config.sampling.seed = uint64_t(seed);
   config.ignore_eos = ignore_eos;
   if (stop) {
-    if (auto* one = std::get_if<std::string>(&*stop)) config.stop_strings = {*one};
-    else config.stop_strings = std::get<std::vector<std::string>>(*stop);
+    if (auto* one = std::get_if<std::string>(&*stop))
+      config.stop_strings = {*one};
+    else
+      config.stop_strings = std::get<std::vector<std::string>>(*stop);
   }
   return config;
 }
@@ -166,8 +168,8 @@ GenerationResult start_chat(Runner& runner, const std::vector<ChatMessage>& mess
 template <typename Input, typename Start>
 auto generation_method(Start start) {
   return [start](PyRunner& r, const Input& input, std::optional<int64_t> max_tokens, double temperature, int64_t top_k,
-                 double top_p, double min_p, double repeat_penalty, int64_t seed, const std::optional<StopStrings>& stop,
-                 bool ignore_eos, const TextCallback& on_text) {
+                 double top_p, double min_p, double repeat_penalty, int64_t seed,
+                 const std::optional<StopStrings>& stop, bool ignore_eos, const TextCallback& on_text) {
     const auto& prepared = generation_input(input);
     Busy busy(r);
     GenerationConfig config = generation_config(*r.runner, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
@@ -180,8 +182,8 @@ auto generation_method(Start start) {
 // The sampling keywords every generating method takes, in the order of generation_config.
 #define HFSTATIC_SAMPLING_ARGS                                                                                         \
   py::kw_only(), py::arg("max_tokens") = py::none(), py::arg("temperature") = 0.0, py::arg("top_k") = 0,               \
-      py::arg("top_p") = 1.0, py::arg("min_p") = 0.0, py::arg("repeat_penalty") = 1.0, py::arg("seed") = 0,            \
-      py::arg("stop") = py::none(), py::arg("ignore_eos") = false, py::arg("on_text") = py::none()
+                 py::arg("top_p") = 1.0, py::arg("min_p") = 0.0, py::arg("repeat_penalty") = 1.0, py::arg("seed") = 0, \
+                 py::arg("stop") = py::none(), py::arg("ignore_eos") = false, py::arg("on_text") = py::none()
 
 constexpr const char* kSamplingDoc =
     "max_tokens: tokens to sample (default 64, or the context when shorter); temperature 0 is greedy; top_k 0,\n"
@@ -195,10 +197,12 @@ void bind_runner(py::module_& m) {
   py::class_<GenerationResult>(m, "Generation", "What the last generation of a Runner produced.")
       .def_readonly("text", &GenerationResult::text, "The decoded text (stop strings cut off).")
       .def_readonly("tokens", &GenerationResult::tokens, "The sampled token ids (an end or stop token included).")
-      .def_property_readonly("stop_reason", [](const GenerationResult& g) { return stop_reason_name(g.stop_reason); },
-                             "Why it stopped: eos, stop_token, stop_string, length, context_full or stopped.")
-      .def_property_readonly("stats", [](const GenerationResult& g) { return stats_dict(g.stats); },
-                             "Timings (ms), token counts, speeds and peak memory, as `hfstatic run --stats` prints them.")
+      .def_property_readonly(
+          "stop_reason", [](const GenerationResult& g) { return stop_reason_name(g.stop_reason); },
+          "Why it stopped: eos, stop_token, stop_string, length, context_full or stopped.")
+      .def_property_readonly(
+          "stats", [](const GenerationResult& g) { return stats_dict(g.stats); },
+          "Timings (ms), token counts, speeds and peak memory, as `hfstatic run --stats` prints them.")
       .def("__repr__", [](const GenerationResult& g) {
         return cat("<hfstatic.Generation ", g.tokens.size(), " tokens, stop_reason=", stop_reason_name(g.stop_reason),
                    ">");
@@ -212,61 +216,81 @@ void bind_runner(py::module_& m) {
            (std::string("Continues the context with `prompt` (text, or a list of token ids) and returns the generated\n"
                         "text. A text prompt gets the tokenizer's special tokens (a bos) at the start of the context\n"
                         "only.\n") +
-            kSamplingDoc).c_str())
-      .def("chat", generation_method<py::sequence>(start_chat),
-           py::arg("messages"), HFSTATIC_SAMPLING_ARGS,
-           (std::string("Answers a conversation, a list of {'role', 'content'} dicts rendered with the tokenizer's chat\n"
-                        "template; the context starts over with the whole conversation. Returns the reply's text.\n") +
-            kSamplingDoc).c_str())
-      .def("prefill", [](py::object self, const std::vector<int64_t>& ids) {
-             PyRunner& r = self.cast<PyRunner&>();
-             return logits_view(step(r, [&] { return r.runner->prefill(ids); }), self);
-           },
-           py::arg("ids"),
-           "Feeds token ids after the context (a pending sampled token first) without sampling. Returns the next-token\n"
-           "logits as a read-only float32 NumPy array that views the runner's buffer (no copy): valid until the\n"
-           "next step.")
-      .def("decode", [](py::object self, int64_t id) {
-             PyRunner& r = self.cast<PyRunner&>();
-             return logits_view(step(r, [&] { return r.runner->decode(id); }), self);
-           },
-           py::arg("id"),
-           "Feeds one token with a decode step. Returns the next-token logits as prefill() does (a view, valid until\n"
-           "the next step).")
-      .def("reset", [](PyRunner& r) {
-             Busy busy(r);
-             r.runner->reset();
-           },
-           "Forgets the context: the next call starts at position 0.")
-      .def("rewind", [](PyRunner& r, int64_t n) {
-             Busy busy(r);
-             if (n < 0) throw UsageError(cat("rewind: ", n, " is negative"));
-             refusals_are_usage_errors([&] { r.runner->rewind(size_t(n)); });
-           },
-           py::arg("n"), "Forgets the last n tokens of the context.")
-      .def("stop", [](PyRunner& r) { r.runner->stop(); },
-           "Ends the running generation at its next token; safe to call from any thread.")
-      .def_property_readonly("position", [](PyRunner& r) {
-             Busy busy(r);
-             return r.runner->position();
-           },
-           "Tokens the model has seen.")
-      .def_property_readonly("context", [](PyRunner& r) {
-             Busy busy(r);
-             return r.runner->context();
-           },
-           "The context's token ids: those fed and the pending sampled one.")
-      .def_property_readonly("model", [](const PyRunner& r) { return model_info(r.runner->model()); },
-                             "What the runner knows of the model (layers, context, vocabulary, end ids...).")
-      .def_property_readonly("tokenizer", [](const PyRunner& r) {
-             const Tokenizer* t = r.runner->tokenizer();
-             return t ? py::cast(TokenizerHandle{std::shared_ptr<const Tokenizer>(r.runner, t)}) : py::none();
-           },
-           "The program's tokenizer, or None.")
-      .def_property_readonly("load_ms", [](const PyRunner& r) { return r.runner->load_ms(); },
-                             "Milliseconds the load took (program, validation, buffers, tokenizer).")
-      .def_property_readonly("last", [](const PyRunner& r) { return r.last ? py::cast(*r.last) : py::none(); },
-                             "The last generate() or chat() result as a Generation (None before the first).");
+            kSamplingDoc)
+               .c_str())
+      .def("chat", generation_method<py::sequence>(start_chat), py::arg("messages"), HFSTATIC_SAMPLING_ARGS,
+           (std::string(
+                "Answers a conversation, a list of {'role', 'content'} dicts rendered with the tokenizer's chat\n"
+                "template; the context starts over with the whole conversation. Returns the reply's text.\n") +
+            kSamplingDoc)
+               .c_str())
+      .def(
+          "prefill",
+          [](py::object self, const std::vector<int64_t>& ids) {
+            PyRunner& r = self.cast<PyRunner&>();
+            return logits_view(step(r, [&] { return r.runner->prefill(ids); }), self);
+          },
+          py::arg("ids"),
+          "Feeds token ids after the context (a pending sampled token first) without sampling. Returns the next-token\n"
+          "logits as a read-only float32 NumPy array that views the runner's buffer (no copy): valid until the\n"
+          "next step.")
+      .def(
+          "decode",
+          [](py::object self, int64_t id) {
+            PyRunner& r = self.cast<PyRunner&>();
+            return logits_view(step(r, [&] { return r.runner->decode(id); }), self);
+          },
+          py::arg("id"),
+          "Feeds one token with a decode step. Returns the next-token logits as prefill() does (a view, valid until\n"
+          "the next step).")
+      .def(
+          "reset",
+          [](PyRunner& r) {
+            Busy busy(r);
+            r.runner->reset();
+          },
+          "Forgets the context: the next call starts at position 0.")
+      .def(
+          "rewind",
+          [](PyRunner& r, int64_t n) {
+            Busy busy(r);
+            if (n < 0) throw UsageError(cat("rewind: ", n, " is negative"));
+            refusals_are_usage_errors([&] { r.runner->rewind(size_t(n)); });
+          },
+          py::arg("n"), "Forgets the last n tokens of the context.")
+      .def(
+          "stop", [](PyRunner& r) { r.runner->stop(); },
+          "Ends the running generation at its next token; safe to call from any thread.")
+      .def_property_readonly(
+          "position",
+          [](PyRunner& r) {
+            Busy busy(r);
+            return r.runner->position();
+          },
+          "Tokens the model has seen.")
+      .def_property_readonly(
+          "context",
+          [](PyRunner& r) {
+            Busy busy(r);
+            return r.runner->context();
+          },
+          "The context's token ids: those fed and the pending sampled one.")
+      .def_property_readonly(
+          "model", [](const PyRunner& r) { return model_info(r.runner->model()); },
+          "What the runner knows of the model (layers, context, vocabulary, end ids...).")
+      .def_property_readonly(
+          "tokenizer",
+          [](const PyRunner& r) {
+            const Tokenizer* t = r.runner->tokenizer();
+            return t ? py::cast(TokenizerHandle{std::shared_ptr<const Tokenizer>(r.runner, t)}) : py::none();
+          },
+          "The program's tokenizer, or None.")
+      .def_property_readonly(
+          "load_ms", [](const PyRunner& r) { return r.runner->load_ms(); },
+          "Milliseconds the load took (program, validation, buffers, tokenizer).")
+      .def_property_readonly(
+          "last", [](const PyRunner& r) { return r.last ? py::cast(*r.last) : py::none(); },
+          "The last generate() or chat() result as a Generation (None before the first).");
 }
 
 }  // namespace hfstatic::python
