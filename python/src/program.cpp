@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "bindings.h"
-#include "executor/method.h"
+#include "cli/program_check.h"
 #include "export/exporter.h"
 #include "export/make_checkpoint.h"
 #include "io/io_manager.h"
@@ -56,21 +56,6 @@ py::list method_signatures(const Program& program) {
     methods.append(d);
   }
   return methods;
-}
-
-// Contract violations, then (for a program that conforms) the graph problems of each method,
-// as `hfstatic validate` lists them.
-std::vector<std::string> problems(const std::shared_ptr<const Program>& program) {
-  std::vector<std::string> found = IOManagerRegistry::instance().validate(*program);
-  if (!found.empty()) return found;
-  for (const auto& method : program->spec().methods) {
-    try {
-      Method::load(program, method.name);
-    } catch (const Error& e) {
-      found.push_back(e.what());
-    }
-  }
-  return found;
 }
 
 ExportSummary export_checkpoint(const std::filesystem::path& hf_dir, const std::filesystem::path& out,
@@ -145,7 +130,7 @@ void bind_program(py::module_& m) {
           "validate",
           [](const PyProgram& p) {
             py::gil_scoped_release release;
-            return problems(p.program);
+            return cli::program_problems(p.program);
           },
           "Every contract violation and graph problem of the program; empty when it is valid.")
       .def(
@@ -157,7 +142,7 @@ void bind_program(py::module_& m) {
       "validate",
       [](const std::filesystem::path& path) {
         py::gil_scoped_release release;
-        return problems(Program::load(path.string()));
+        return cli::program_problems(Program::load(path.string()));
       },
       py::arg("path"),
       "Checks the program at `path` against its I/O contract and its methods' graphs, as `hfstatic validate` does.\n"
