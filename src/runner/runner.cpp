@@ -87,6 +87,34 @@ void Runner::rewind(size_t n) {
   fed_ = std::min<int64_t>(fed_, int64_t(context_.size()));
 }
 
+void Runner::check_tokens(std::span<const int64_t> tokens) const {
+  const int64_t vocab = io_->model().vocab_size;
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || tokens[i] >= vocab)
+      fail("prompt token ", i, " = ", tokens[i], " is outside the vocabulary [0, ", vocab, ")");
+}
+
+std::span<const float> Runner::prefill(std::span<const int64_t> tokens) {
+  check_tokens(tokens);
+  feed_prompt(tokens);
+  return io_->logits();
+}
+
+std::span<const float> Runner::decode(int64_t token) {
+  check_tokens(std::span<const int64_t>(&token, 1));
+  if (int64_t(context_.size()) > fed_) feed_prompt({});
+  if (fed_ >= io_->model().max_context)
+    fail("prompt does not fit: start_pos ", fed_, " + 1 tokens > max_context ", io_->model().max_context);
+  context_.push_back(token);
+  try {
+    feed_token(token);
+  } catch (const Error&) {
+    context_.pop_back();
+    throw;
+  }
+  return io_->logits();
+}
+
 int64_t Runner::feed_prompt(std::span<const int64_t> prompt) {
   // Unfed context (the last sampled token of the previous turn) goes first.
   std::vector<int64_t> to_feed(context_.begin() + fed_, context_.end());
@@ -127,9 +155,7 @@ GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const 
   if (config.max_new_tokens > m.max_context)
     fail("max_new_tokens ", config.max_new_tokens, " exceeds the model's max_context ", m.max_context);
   if (!config.stop_strings.empty() && !tokenizer_) fail("stop strings need a tokenizer; this program has none");
-  for (size_t i = 0; i < prompt.size(); ++i)
-    if (prompt[i] < 0 || prompt[i] >= m.vocab_size)
-      fail("prompt token ", i, " = ", prompt[i], " is outside the vocabulary [0, ", m.vocab_size, ")");
+  check_tokens(prompt);
 
   GenerationResult result;
   GenerationStats& stats = result.stats;

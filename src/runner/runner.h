@@ -74,6 +74,13 @@ class Runner {
                             const std::function<void(const std::string&)>& on_text = {},
                             bool add_special_tokens = true);
 
+  // Step-level access, for inspection and sampling loops of one's own. prefill feeds `tokens`
+  // after the context (a pending sampled token first) as a prompt; decode feeds one token with a
+  // decode step (after any pending one). Both return the next-token logits, owned by the
+  // IOManager and valid until the next step; both throw Error as generate_tokens does.
+  std::span<const float> prefill(std::span<const int64_t> tokens);
+  std::span<const float> decode(int64_t token);
+
   void reset();                                 // back to position 0; the IOManager is reset too
   void rewind(size_t n);                        // forget the last n tokens of the context
   void stop() { stop_requested_.store(true); }  // thread-safe; ends generation at the next token
@@ -86,6 +93,8 @@ class Runner {
   double load_ms() const { return load_ms_; }
 
  private:
+  // Throws Error when a token is outside the model's vocabulary.
+  void check_tokens(std::span<const int64_t> tokens) const;
   // Feeds the pending token and the prompt; returns how many tokens it fed. Throws Error.
   int64_t feed_prompt(std::span<const int64_t> prompt);
   // Feeds the sampled token at the current position. Throws Error.

@@ -1,0 +1,296 @@
+// Runners: text generation, chat, and step-level access to the logits.
+#include <pybind11/numpy.h>
+
+#include <mutex>
+#include <variant>
+#include <vector>
+
+#include "bindings.h"
+#include "chat/conversation.h"
+#include "kernels/thread_pool.h"
+#include "runner/runner.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer_handle.h"
+
+namespace hfstatic::python {
+namespace {
+
+struct PyRunner {
+  std::shared_ptr<Runner> runner;
+  std::mutex busy;  // one call at a time; a second thread is refused rather than racing
+  std::optional<GenerationResult> last;
+};
+
+// Holds the runner for one call; a runner already in use by another thread is a UsageError.
+class Busy {
+ public:
+  explicit Busy(PyRunner& r) : lock_(r.busy, std::try_to_lock) {
+    if (!lock_.owns_lock())
+      throw UsageError(
+          "this Runner is busy in another thread (a generation or stream is running); use one Runner per thread");
+  }
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+};
+
+using Prompt = std::variant<std::string, std::vector<int64_t>>;
+using StopStrings = std::variant<std::string, std::vector<std::string>>;
+using TextCallback = std::optional<py::function>;
+using TextSink = std::function<void(const std::string&)>;
+
+double real_arg(const char* arg, double value, double lo, double hi) {
+  if (!(value >= lo && value <= hi)) throw UsageError(cat(arg, ": ", value, " is outside [", lo, ", ", hi, "]"));
+  return value;
+}
+
+// The generation settings, checked as `hfstatic run` checks its flags. Without max_tokens: 64,
+// or the model's context when it is shorter.
+GenerationConfig generation_config(const Runner& runner, std::optional<int64_t> max_tokens, double temperature,
+                                   int64_t top_k, double top_p, double min_p, double repeat_penalty, int64_t seed,
+                                   const std::optional<StopStrings>& stop, bool ignore_eos) {
+  GenerationConfig config;
+  config.max_new_tokens = max_tokens ? int64_t(real_arg("max_tokens", double(*max_tokens), 0, double(int64_t(1) << 24)))
+                                     : std::min<int64_t>(64, runner.model().max_context);
+  config.sampling.temperature = float(real_arg("temperature", temperature, 0.0, 100.0));
+  config.sampling.top_k = int64_t(real_arg("top_k", double(top_k), 0, double(int64_t(1) << 31)));
+  config.sampling.top_p = float(real_arg("top_p", top_p, 0.0, 1.0));
+  config.sampling.min_p = float(real_arg("min_p", min_p, 0.0, 1.0));
+  config.sampling.repetition_penalty = float(real_arg("repeat_penalty", repeat_penalty, 0.01, 100.0));
+  if (seed < 0) throw UsageError(cat("seed: ", seed, " is negative"));
+  config.sampling.seed = uint64_t(seed);
+  config.ignore_eos = ignore_eos;
+  if (stop) {
+    if (auto* one = std::get_if<std::string>(&*stop))
+      config.stop_strings = {*one};
+    else
+      config.stop_strings = std::get<std::vector<std::string>>(*stop);
+  }
+  return config;
+}
+
+// on_text as the runner calls it: with the GIL taken back for the Python call.
+TextSink text_callback(const TextCallback& on_text) {
+  if (!on_text) return {};
+  return [&on_text](const std::string& piece) {
+    py::gil_scoped_acquire gil;
+    (*on_text)(py::str(piece));
+  };
+}
+
+// Runs one generation without the GIL and keeps its result for Runner.last.
+std::string run_generation(PyRunner& r, const std::function<GenerationResult()>& generate) {
+  GenerationResult result;
+  {
+    py::gil_scoped_release release;
+    result = refusals_are_usage_errors(generate);
+  }
+  std::string text = result.text;
+  r.last = std::move(result);
+  return text;
+}
+
+// The logits of the last step as a read-only NumPy view of the runner's buffer (no copy); the
+// array keeps the runner alive, and its values change with the next step.
+py::array_t<float> logits_view(std::span<const float> logits, const py::object& owner) {
+  py::array_t<float> view({py::ssize_t(logits.size())}, {py::ssize_t(sizeof(float))}, logits.data(), owner);
+  py::detail::array_proxy(view.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return view;
+}
+
+std::span<const float> step(PyRunner& r, const std::function<std::span<const float>()>& fn) {
+  Busy busy(r);
+  py::gil_scoped_release release;
+  return refusals_are_usage_errors(fn);
+}
+
+py::dict model_info(const ModelInfo& m) {
+  py::dict d;
+  d["n_layers"] = m.n_layers;
+  d["n_kv_heads"] = m.n_kv_heads;
+  d["head_dim"] = m.head_dim;
+  d["max_context"] = m.max_context;
+  d["prefill_len"] = m.prefill_len;
+  d["vocab_size"] = m.vocab_size;
+  d["cache_dtype"] = dtype_name(m.cache_dtype);
+  d["bos_id"] = m.bos_id >= 0 ? py::object(py::int_(m.bos_id)) : py::none();
+  d["eos_ids"] = m.eos_ids;
+  d["prefill_method"] = m.prefill_method;
+  d["decode_method"] = m.decode_method;
+  return d;
+}
+
+py::dict stats_dict(const GenerationStats& s) {
+  py::dict d;
+  d["load_ms"] = s.load_ms;
+  d["ttft_ms"] = s.ttft_ms;
+  d["prefill_ms"] = s.prefill_ms;
+  d["decode_ms"] = s.decode_ms;
+  d["prompt_tokens"] = s.prompt_tokens;
+  d["generated_tokens"] = s.generated_tokens;
+  d["prefill_tokens_per_s"] = s.prefill_tokens_per_s();
+  d["decode_tokens_per_s"] = s.decode_tokens_per_s();
+  d["peak_rss_bytes"] = s.peak_rss_bytes;
+  return d;
+}
+
+std::unique_ptr<PyRunner> load_runner(const std::optional<std::filesystem::path>& path, std::optional<int> threads) {
+  RunnerOptions options;
+  if (threads) options.threads = int(real_arg("threads", *threads, 1, ThreadPool::kMaxThreads));
+  auto r = std::make_unique<PyRunner>();
+  py::gil_scoped_release release;
+  r->runner = path ? Runner::load(path->string(), options) : Runner::load(load_program(std::nullopt), options);
+  return r;
+}
+
+const Prompt& generation_input(const Prompt& prompt) { return prompt; }
+std::vector<ChatMessage> generation_input(const py::sequence& messages) { return chat_messages(messages); }
+
+GenerationResult start_generate(Runner& runner, const Prompt& prompt, const GenerationConfig& config,
+                                const TextSink& on_text) {
+  if (auto* text = std::get_if<std::string>(&prompt)) return runner.generate(*text, config, on_text);
+  return runner.generate_tokens(std::get<std::vector<int64_t>>(prompt), config, {}, on_text);
+}
+
+// The whole conversation, from position 0.
+GenerationResult start_chat(Runner& runner, const std::vector<ChatMessage>& messages, const GenerationConfig& config,
+                            const TextSink& on_text) {
+  if (!runner.tokenizer()) throw UsageError("this program has no tokenizer; chat needs one");
+  Conversation conversation(*runner.tokenizer(), messages);
+  bool restart = false;
+  std::vector<int64_t> ids = conversation.pending_tokens(restart);
+  runner.reset();
+  return runner.generate_tokens(ids, config, {}, on_text);
+}
+
+// A generating method of Runner: its input (converted with the GIL held), the sampling keywords,
+// then start(runner, input, config, on_text) without the GIL; the result becomes Runner.last.
+template <typename Input, typename Start>
+auto generation_method(Start start) {
+  return [start](PyRunner& r, const Input& input, std::optional<int64_t> max_tokens, double temperature, int64_t top_k,
+                 double top_p, double min_p, double repeat_penalty, int64_t seed,
+                 const std::optional<StopStrings>& stop, bool ignore_eos, const TextCallback& on_text) {
+    const auto& prepared = generation_input(input);
+    Busy busy(r);
+    GenerationConfig config = generation_config(*r.runner, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
+                                                seed, stop, ignore_eos);
+    const TextSink on_piece = text_callback(on_text);
+    return run_generation(r, [&] { return start(*r.runner, prepared, config, on_piece); });
+  };
+}
+
+// The sampling keywords every generating method takes, in the order of generation_config.
+#define HFSTATIC_SAMPLING_ARGS                                                                                         \
+  py::kw_only(), py::arg("max_tokens") = py::none(), py::arg("temperature") = 0.0, py::arg("top_k") = 0,               \
+                 py::arg("top_p") = 1.0, py::arg("min_p") = 0.0, py::arg("repeat_penalty") = 1.0, py::arg("seed") = 0, \
+                 py::arg("stop") = py::none(), py::arg("ignore_eos") = false, py::arg("on_text") = py::none()
+
+constexpr const char* kSamplingDoc =
+    "max_tokens: tokens to sample (default 64, or the context when shorter); temperature 0 is greedy; top_k 0,\n"
+    "top_p 1, min_p 0 and repeat_penalty 1 are off; seed seeds the sampler; stop: a string or a list of strings\n"
+    "that end the generation (cut from the text); ignore_eos: go on past end-of-sequence tokens; on_text(piece),\n"
+    "when given, receives the text as it comes. The model computes without the GIL.";
+
+}  // namespace
+
+void bind_runner(py::module_& m) {
+  py::class_<GenerationResult>(m, "Generation", "What the last generation of a Runner produced.")
+      .def_readonly("text", &GenerationResult::text, "The decoded text (stop strings cut off).")
+      .def_readonly("tokens", &GenerationResult::tokens, "The sampled token ids (an end or stop token included).")
+      .def_property_readonly(
+          "stop_reason", [](const GenerationResult& g) { return stop_reason_name(g.stop_reason); },
+          "Why it stopped: eos, stop_token, stop_string, length, context_full or stopped.")
+      .def_property_readonly(
+          "stats", [](const GenerationResult& g) { return stats_dict(g.stats); },
+          "Timings (ms), token counts, speeds and peak memory, as `hfstatic run --stats` prints them.")
+      .def("__repr__", [](const GenerationResult& g) {
+        return cat("<hfstatic.Generation ", g.tokens.size(), " tokens, stop_reason=", stop_reason_name(g.stop_reason),
+                   ">");
+      });
+
+  py::class_<PyRunner>(m, "Runner", "Generates text with a program, keeping its context from call to call.")
+      .def(py::init(&load_runner), py::arg("path") = py::none(), py::arg("threads") = py::none(),
+           "Loads and validates the program at `path` (None: the default program linked into the module) with\n"
+           "`threads` compute threads (None: every hardware thread). Raises FormatError or ContractError.")
+      .def("generate", generation_method<Prompt>(start_generate), py::arg("prompt"), HFSTATIC_SAMPLING_ARGS,
+           (std::string("Continues the context with `prompt` (text, or a list of token ids) and returns the generated\n"
+                        "text. A text prompt gets the tokenizer's special tokens (a bos) at the start of the context\n"
+                        "only.\n") +
+            kSamplingDoc)
+               .c_str())
+      .def("chat", generation_method<py::sequence>(start_chat), py::arg("messages"), HFSTATIC_SAMPLING_ARGS,
+           (std::string(
+                "Answers a conversation, a list of {'role', 'content'} dicts rendered with the tokenizer's chat\n"
+                "template; the context starts over with the whole conversation. Returns the reply's text.\n") +
+            kSamplingDoc)
+               .c_str())
+      .def(
+          "prefill",
+          [](py::object self, const std::vector<int64_t>& ids) {
+            PyRunner& r = self.cast<PyRunner&>();
+            return logits_view(step(r, [&] { return r.runner->prefill(ids); }), self);
+          },
+          py::arg("ids"),
+          "Feeds token ids after the context (a pending sampled token first) without sampling. Returns the next-token\n"
+          "logits as a read-only float32 NumPy array that views the runner's buffer (no copy): valid until the\n"
+          "next step.")
+      .def(
+          "decode",
+          [](py::object self, int64_t id) {
+            PyRunner& r = self.cast<PyRunner&>();
+            return logits_view(step(r, [&] { return r.runner->decode(id); }), self);
+          },
+          py::arg("id"),
+          "Feeds one token with a decode step. Returns the next-token logits as prefill() does (a view, valid until\n"
+          "the next step).")
+      .def(
+          "reset",
+          [](PyRunner& r) {
+            Busy busy(r);
+            r.runner->reset();
+          },
+          "Forgets the context: the next call starts at position 0.")
+      .def(
+          "rewind",
+          [](PyRunner& r, int64_t n) {
+            Busy busy(r);
+            if (n < 0) throw UsageError(cat("rewind: ", n, " is negative"));
+            refusals_are_usage_errors([&] { r.runner->rewind(size_t(n)); });
+          },
+          py::arg("n"), "Forgets the last n tokens of the context.")
+      .def(
+          "stop", [](PyRunner& r) { r.runner->stop(); },
+          "Ends the running generation at its next token; safe to call from any thread.")
+      .def_property_readonly(
+          "position",
+          [](PyRunner& r) {
+            Busy busy(r);
+            return r.runner->position();
+          },
+          "Tokens the model has seen.")
+      .def_property_readonly(
+          "context",
+          [](PyRunner& r) {
+            Busy busy(r);
+            return r.runner->context();
+          },
+          "The context's token ids: those fed and the pending sampled one.")
+      .def_property_readonly(
+          "model", [](const PyRunner& r) { return model_info(r.runner->model()); },
+          "What the runner knows of the model (layers, context, vocabulary, end ids...).")
+      .def_property_readonly(
+          "tokenizer",
+          [](const PyRunner& r) {
+            const Tokenizer* t = r.runner->tokenizer();
+            return t ? py::cast(TokenizerHandle{std::shared_ptr<const Tokenizer>(r.runner, t)}) : py::none();
+          },
+          "The program's tokenizer, or None.")
+      .def_property_readonly(
+          "load_ms", [](const PyRunner& r) { return r.runner->load_ms(); },
+          "Milliseconds the load took (program, validation, buffers, tokenizer).")
+      .def_property_readonly(
+          "last", [](const PyRunner& r) { return r.last ? py::cast(*r.last) : py::none(); },
+          "The last generate() or chat() result as a Generation (None before the first).");
+}
+
+}  // namespace hfstatic::python

@@ -1,0 +1,124 @@
+"""Every failure is an hfstatic.Error subclass carrying the C++ message, never a crash."""
+
+import pytest
+
+import hfstatic
+from conftest import rewrite_program_spec, run_cli
+
+
+def test_the_error_classes():
+    for cls in (hfstatic.ContractError, hfstatic.FormatError, hfstatic.UsageError):
+        assert issubclass(cls, hfstatic.Error) and cls is not hfstatic.Error
+    assert issubclass(hfstatic.Error, Exception)
+
+
+def test_a_missing_file_is_a_format_error(tmp_path):
+    missing = tmp_path / "missing.hfs"
+    for load in (hfstatic.Runner, hfstatic.Program, hfstatic.validate, hfstatic.Tokenizer):
+        with pytest.raises(hfstatic.FormatError, match=str(missing)):
+            load(missing)
+    with pytest.raises(hfstatic.FormatError, match="tokenizer.json"):
+        hfstatic.Tokenizer.from_file(tmp_path / "tokenizer.json")
+
+
+def test_a_truncated_program_is_a_format_error(tiny_program, tmp_path):
+    broken = tmp_path / "truncated.hfs"
+    broken.write_bytes(tiny_program.read_bytes()[:1000])
+    with pytest.raises(hfstatic.FormatError) as error:
+        hfstatic.Runner(broken)
+    assert str(broken) in str(error.value)
+    cli = run_cli("run", "-m", str(broken), "-n", "1", check=False)
+    assert cli.returncode == 1 and str(error.value) in cli.stderr
+
+
+def without_vocab_size(spec):
+    del spec["metadata"]["vocab_size"]
+
+
+def test_a_program_that_breaks_the_contract_is_a_contract_error(tiny_program, tmp_path):
+    broken = rewrite_program_spec(tiny_program, tmp_path / "no_vocab.hfs", without_vocab_size)
+    with pytest.raises(hfstatic.ContractError, match="vocab_size"):
+        hfstatic.Runner(broken)
+    problems = hfstatic.validate(broken)
+    assert problems and any("vocab_size" in p for p in problems)
+    cli = run_cli("validate", str(broken), check=False)
+    assert cli.returncode == 1
+    assert cli.stderr.splitlines()[1:] == ["%s: %s" % (broken, p) for p in problems]
+
+
+def unknown_op(spec):
+    spec["methods"][0]["nodes"][0]["op"] = "nope"
+
+
+def test_validate_reports_graph_problems_as_the_tool_does(tiny_program, tmp_path):
+    assert hfstatic.validate(tiny_program) == []
+    assert hfstatic.Program(tiny_program).validate() == []
+    broken = rewrite_program_spec(tiny_program, tmp_path / "unknown_op.hfs", unknown_op)
+    problems = hfstatic.validate(broken)
+    assert len(problems) == 1 and "nope" in problems[0]
+    cli = run_cli("validate", str(broken), check=False)
+    assert cli.stderr.splitlines()[1:] == ["%s: %s" % (broken, p) for p in problems]
+    with pytest.raises(hfstatic.FormatError, match="nope"):
+        hfstatic.Runner(broken)
+
+
+def test_a_prompt_past_the_context_is_a_usage_error(tiny_program):
+    runner = hfstatic.Runner(tiny_program)
+    with pytest.raises(hfstatic.UsageError, match="prompt does not fit: start_pos 0 \\+ 70 tokens > max_context 64"):
+        runner.generate([1] * 70, max_tokens=1)
+    with pytest.raises(hfstatic.UsageError, match="prompt does not fit"):
+        runner.prefill([1] * 65)
+    assert runner.position == 0
+    runner.prefill([1] * 64)
+    with pytest.raises(hfstatic.UsageError, match="max_context 64"):
+        runner.decode(1)
+    with pytest.raises(hfstatic.UsageError, match="max_new_tokens 100 exceeds the model's max_context 64"):
+        runner.generate([1], max_tokens=100)
+
+
+def test_bad_arguments_are_usage_errors(tiny_program):
+    runner = hfstatic.Runner(tiny_program)
+    vocab = runner.model["vocab_size"]
+    with pytest.raises(hfstatic.UsageError, match="is outside the vocabulary \\[0, %d\\)" % vocab):
+        runner.generate([vocab], max_tokens=1)
+    with pytest.raises(hfstatic.UsageError, match="outside the vocabulary"):
+        runner.decode(-1)
+    with pytest.raises(hfstatic.UsageError, match="temperature: -1 is outside"):
+        runner.generate("x", temperature=-1)
+    with pytest.raises(hfstatic.UsageError, match="top_p: 2 is outside"):
+        runner.generate("x", top_p=2)
+    with pytest.raises(hfstatic.UsageError, match="cannot rewind 5 tokens"):
+        runner.rewind(5)
+    with pytest.raises(hfstatic.UsageError, match="threads: 0 is outside"):
+        hfstatic.Runner(tiny_program, threads=0)
+    with pytest.raises(hfstatic.UsageError, match="messages\\[0\\]"):
+        runner.chat(["hello"])
+    with pytest.raises(hfstatic.UsageError, match="outside the vocabulary"):
+        runner.tokenizer.decode([vocab + 10])
+    with pytest.raises(TypeError):
+        runner.generate(3.5)
+
+
+def test_export_errors(tiny_checkpoint, tmp_path):
+    with pytest.raises(hfstatic.UsageError, match="cache_dtype: 'int8' is not one of float32\\|float16"):
+        hfstatic.export(tiny_checkpoint, tmp_path / "p.hfs", cache_dtype="int8")
+    with pytest.raises(hfstatic.UsageError, match="max_context: 1 is outside"):
+        hfstatic.export(tiny_checkpoint, tmp_path / "p.hfs", max_context=1)
+    with pytest.raises(hfstatic.FormatError, match="config.json"):
+        hfstatic.export(tmp_path, tmp_path / "p.hfs")
+    assert not (tmp_path / "p.hfs").exists()
+    with pytest.raises(hfstatic.UsageError, match="nope"):
+        hfstatic.make_checkpoint(tmp_path / "c", preset="nope")
+    assert hfstatic.UsageError.__module__ == "hfstatic"
+
+
+def test_an_exception_in_on_text_reaches_the_caller():
+    runner = hfstatic.Runner()
+
+    def fail(piece):
+        raise KeyError("from on_text")
+
+    with pytest.raises(KeyError, match="from on_text"):
+        runner.generate("And", max_tokens=4, on_text=fail)
+    runner.reset()
+    assert runner.generate("And", max_tokens=4)
