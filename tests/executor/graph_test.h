@@ -50,7 +50,7 @@ struct Graph {
   Graph& weight(const std::string& n, Shape s, std::vector<float> v = {}) {
     if (v.empty()) v.assign(size_t(*shape_numel(s)), 0.5f);
     std::vector<uint8_t> b(v.size() * 4);
-    std::memcpy(b.data(), v.data(), b.size());
+    if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
     weights.push_back({n, DType::F32, std::move(s), std::move(b)});
     return *this;
   }
