@@ -21,33 +21,15 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using test::list_dir;
+using test::write_file;
 using testing::AllOf;
 using testing::HasSubstr;
 using testing::Not;
 
-std::vector<std::string> list_dir(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-class CliExport : public testing::Test {
+class CliExport : public test::CheckpointTest {
  protected:
-  test::TempDir dir{"cli-export"};
-  int count_ = 0;
-
-  // A private, editable copy of a cached preset checkpoint.
-  std::string checkpoint(const std::string& preset = "tiny") {
-    std::string dst = dir.file(cat("ckpt", count_++));
-    fs::copy(test::cached_checkpoint(preset, 4), dst, fs::copy_options::recursive);
-    return dst;
-  }
-  static void edit_config(const std::string& ckpt, const std::function<void(json&)>& edit) {
-    json c = json::parse(read_text_file(ckpt + "/config.json"));
-    edit(c);
-    std::ofstream(ckpt + "/config.json", std::ios::binary | std::ios::trunc) << c.dump(2);
-  }
+  CliExport() : CheckpointTest("cli-export") {}
   std::string export_ok(const std::string& ckpt, const GraphOptions& g) {
     std::string out = dir.file(cat("ok", count_++, ".hfs"));
     test::export_to(ckpt, out, g);

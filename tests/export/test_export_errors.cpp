@@ -26,23 +26,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using test::list_dir;
+using test::write_file;
 using testing::AllOf;
 using testing::HasSubstr;
 using testing::Not;
 
 using test::error_of;
-
-std::vector<std::string> list_dir(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-}
 
 struct TensorBytes {
   std::string name;
@@ -69,22 +59,9 @@ std::vector<float> f32_values(const TensorBytes& t) {
   return v;
 }
 
-class ExportErrors : public testing::Test {
+class ExportErrors : public test::CheckpointTest {
  protected:
-  test::TempDir dir{"export"};
-  int count_ = 0;
-
-  // A private, editable copy of a cached preset checkpoint.
-  std::string checkpoint(const std::string& preset = "tiny") {
-    std::string dst = dir.file(cat("ckpt", count_++));
-    fs::copy(test::cached_checkpoint(preset, 4), dst, fs::copy_options::recursive);
-    return dst;
-  }
-  static void edit_config(const std::string& ckpt, const std::function<void(json&)>& edit) {
-    json c = json::parse(read_text_file(ckpt + "/config.json"));
-    edit(c);
-    write_file(ckpt + "/config.json", c.dump(2));
-  }
+  ExportErrors() : CheckpointTest("export") {}
   // Rewrites model.safetensors through `edit`, which may change a tensor or return false to drop it.
   static void edit_tensors(const std::string& ckpt, const std::function<bool(TensorBytes&)>& edit) {
     const std::string path = ckpt + "/model.safetensors";

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -123,6 +125,31 @@ double relative_error(const std::vector<float>& a, const std::vector<double>& b)
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
   if (a.size() != b.size()) return INFINITY;
   return worst / scale;
+}
+
+std::vector<std::string> list_dir(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+  if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+std::string CheckpointTest::checkpoint(const std::string& preset) {
+  std::string dst = dir.file(cat("ckpt", count_++));
+  std::filesystem::copy(cached_checkpoint(preset, 4), dst, std::filesystem::copy_options::recursive);
+  return dst;
+}
+
+void CheckpointTest::edit_config(const std::string& ckpt, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json c = nlohmann::json::parse(read_text_file(ckpt + "/config.json"));
+  edit(c);
+  write_file(ckpt + "/config.json", c.dump(2));
 }
 
 }  // namespace hfstatic::test

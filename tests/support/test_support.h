@@ -3,6 +3,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -60,5 +61,20 @@ std::string error_of(F&& f) {
 
 // Max |a - b| / max(|b|_inf, tiny) over two vectors.
 double relative_error(const std::vector<float>& a, const std::vector<double>& b);
+
+// The names in a folder, sorted.
+std::vector<std::string> list_dir(const std::string& dir);
+void write_file(const std::string& path, const std::string& text);
+
+// Tests that break one thing in a checkpoint: private, editable copies of cached presets.
+class CheckpointTest : public testing::Test {
+ protected:
+  explicit CheckpointTest(const std::string& tag) : dir(tag) {}
+  TempDir dir;
+  int count_ = 0;
+
+  std::string checkpoint(const std::string& preset = "tiny");
+  static void edit_config(const std::string& ckpt, const std::function<void(nlohmann::json&)>& edit);
+};
 
 }  // namespace hfstatic::test

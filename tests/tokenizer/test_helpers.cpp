@@ -35,12 +35,6 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-void write_file(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::binary);
-  out << data;
-  if (!out) throw std::runtime_error("cannot write " + path);
-}
-
 std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) {

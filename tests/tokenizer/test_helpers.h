@@ -14,7 +14,7 @@ struct CommandResult {
 // Runs a shell command, capturing stdout (stderr goes where the command redirects it).
 CommandResult run_command(const std::string& command);
 std::string read_file(const std::string& path);
-void write_file(const std::string& path, const std::string& data);
+void write_file(const std::string& path, const std::string& data);  // tests/support/test_support.cpp
 std::string shell_quote(const std::string& s);
 std::string temp_dir();
 
