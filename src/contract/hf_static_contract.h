@@ -1,7 +1,8 @@
-// The hf_static version 1 contract (normative text: docs/hf_static-v1.md), spelled out once:
-// the metadata keys, where each input and output of a method sits, and the check that lists
-// every violation. The exporter builds programs from it; the IOManager checks and drives them
-// with it.
+// The hf_static contract, versions 1 and 2 (normative text: docs/hf_static-v1.md and
+// docs/hf_static-v2.md), spelled out once: the metadata keys, where each input and output of a
+// method sits, and the check that lists every violation. Version 2 is version 1 plus
+// sliding-window ("local") layers over full-length caches, read through a second mask input.
+// The exporter builds programs from it; the IOManager checks and drives them with it.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -18,7 +19,7 @@ namespace hfstatic {
 // A program that breaks the contract; what() lists every violation, one per line.
 class ContractError : public Error {
  public:
-  ContractError(const std::string& origin, std::vector<std::string> violations);
+  ContractError(const std::string& origin, std::vector<std::string> violations, int64_t version = 1);
   const std::vector<std::string>& violations() const { return violations_; }
 
  private:
@@ -28,11 +29,16 @@ class ContractError : public Error {
 // Every violation of hf_static v1 by the program's metadata and method signatures (empty
 // when it conforms). Graph-level problems are reported by Method::load, not here.
 std::vector<std::string> hf_static_v1_violations(const Program& program);
+// The same for hf_static v2 (a program whose version is not 2 violates it).
+std::vector<std::string> hf_static_v2_violations(const Program& program);
+// The same for the given version (1 or 2).
+std::vector<std::string> hf_static_violations(const Program& program, int64_t version);
 
 namespace hf_static {
 
 inline constexpr const char* kContract = "hf_static";
 inline constexpr int64_t kVersion = 1;
+inline constexpr int64_t kVersion2 = 2;  // version 1 plus sliding-window layers
 
 // Metadata keys.
 namespace keys {
@@ -51,6 +57,9 @@ inline constexpr const char* bos_id = "bos_id";
 inline constexpr const char* eos_ids = "eos_ids";
 inline constexpr const char* prefill_method = "prefill_method";
 inline constexpr const char* decode_method = "decode_method";
+// Version 2: per layer "global" or "local" (layer_types), and the window of local layers.
+inline constexpr const char* layer_types = "layer_types";
+inline constexpr const char* sliding_window = "sliding_window";
 // Features version 1 excludes (a program may carry them only with their one allowed value).
 inline constexpr const char* attention_layout = "attention_layout";
 inline constexpr const char* cache_mode = "cache_mode";
@@ -64,39 +73,53 @@ inline constexpr const char* mutation_order = "mutation_order";
 inline constexpr const char* repeat_state = "repeat_state";
 }  // namespace keys
 
+// The values of layer_types: a global layer sees every earlier position, a local one the last
+// sliding_window positions up to and including its own.
+enum class LayerKind { Global, Local };
+const char* layer_kind_name(LayerKind kind);  // "global", "local"
+
 // What the runtime reads from the metadata.
 struct Metadata {
+  int64_t version = kVersion;
   int64_t n_layers = 0, n_kv_heads = 0, head_dim = 0;
   int64_t max_context = 0, prefill_len = 0, vocab_size = 0;
   DType cache_dtype = DType::F32;
   int64_t bos_id = -1;  // -1: none
   std::vector<int64_t> eos_ids;
   std::string prefill_method, decode_method;
+  std::vector<LayerKind> layer_kinds;  // version 2: one per layer; empty in version 1
+  int64_t sliding_window = 0;          // version 2: the window of local layers, 1 .. max_context - 1
+
+  bool has_local_mask() const { return version >= kVersion2; }
 };
 
-// Reads the metadata, appending a violation for each key missing, mistyped, out of range or
-// excluded; nullopt when there was any. io_contract and version are not checked here.
-std::optional<Metadata> read_metadata(const Program& program, std::vector<std::string>& violations);
+// Reads the metadata as the given version asks, appending a violation for each key missing,
+// mistyped, out of range or excluded; nullopt when there was any. io_contract and version are
+// not checked here.
+std::optional<Metadata> read_metadata(const Program& program, std::vector<std::string>& violations,
+                                      int64_t version = kVersion);
 // The metadata object of a conforming program: io_contract, version and every key above.
 nlohmann::json metadata_json(const Metadata& metadata);
 // "2 layers, max_context 16, prefill_len 4, float32 cache": a conforming program in a line.
 std::string summary(const Metadata& metadata);
 
 // ---- method layout ------------------------------------------------------------------------
-// Both methods take tokens, positions and mask, then the state: per layer a key cache, a value
-// cache and a counter (k0, v0, c0, k1, ...). The state set is indexed by "slot" below.
+// Both methods take tokens, positions and mask (version 2: then the local mask), then the
+// state: per layer a key cache, a value cache and a counter (k0, v0, c0, k1, ...). The state set
+// is indexed by "slot" below.
 
 inline constexpr size_t kTokensInput = 0;
 inline constexpr size_t kPositionsInput = 1;
 inline constexpr size_t kMaskInput = 2;
-inline constexpr size_t kFirstStateInput = 3;
+inline constexpr size_t kLocalMaskInput = 3;  // version 2 only
 
 enum class StateRole { KeyCache = 0, ValueCache = 1, Counter = 2 };
 inline constexpr size_t kStatePerLayer = 3;
 
 inline size_t state_count(int64_t n_layers) { return kStatePerLayer * size_t(n_layers); }
 inline size_t state_slot(int64_t layer, StateRole role) { return kStatePerLayer * size_t(layer) + size_t(role); }
-inline size_t state_input(size_t slot) { return kFirstStateInput + slot; }
+inline size_t first_state_input(const Metadata& m) { return m.has_local_mask() ? 4 : 3; }
+inline size_t state_input(const Metadata& m, size_t slot) { return first_state_input(m) + slot; }
 
 // Outputs: the mutation prefix (slots 0 .. 3L-1 reported in any order), the logits, then
 // optionally the state repeated in slot order.

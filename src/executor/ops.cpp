@@ -394,6 +394,42 @@ kernels::LinearFusion silu_mul_fusion(const std::vector<Tensor>& in, const void*
   return fusion;
 }
 
+// out = gelu(gate) * up, GELU with the tanh approximation (Hugging Face's gelu_pytorch_tanh).
+Status run_gelu_tanh_mul(const kernels::KernelTable&, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                         const void*) {
+  const float* gate = in[0].as<float>();
+  const float* up = in[1].as<float>();
+  float* y = out[0].as<float>();
+  const int64_t n = numel(in[0]);
+  parallel_for(n, 4096, [&](int64_t begin, int64_t end) {
+    constexpr float kSqrt2OverPi = 0.7978845608028654f;
+    for (int64_t i = begin; i < end; ++i) {
+      const float x = gate[i];
+      y[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x))) * up[i];
+    }
+  });
+  return {};
+}
+
+// ---- scale: y = x * factor -------------------------------------------------------------------
+
+OpSignature check_scale(const std::vector<OpOperand>& in, const json& attrs) {
+  expect_count(in, 1, 1);
+  expect_dtype(0, in[0], DType::F32);
+  const float factor = float(float_attr(attrs, "factor", -1e30, 1e30));
+  return {{out_like(*in[0].spec)}, {}, prepared(factor)};
+}
+
+Status run_scale(const kernels::KernelTable&, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                 const void* p) {
+  const float factor = *static_cast<const float*>(p);
+  const float* x = in[0].as<float>();
+  float* y = out[0].as<float>();
+  const int64_t n = numel(in[0]);
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * factor;
+  return {};
+}
+
 Status run_add(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
                const void*) {
   k.add(in[0].as<float>(), in[1].as<float>(), numel(in[0]), out[0].as<float>());
@@ -435,7 +471,9 @@ constexpr OpDef kOps[] = {
      .run = run_silu_mul,
      .row_wise = true,
      .linear_fusion = silu_mul_fusion},
+    {.name = "gelu_tanh_mul", .check = check_binary, .run = run_gelu_tanh_mul, .row_wise = true},
     {.name = "add", .check = check_binary, .run = run_add, .row_wise = true},
+    {.name = "scale", .check = check_scale, .run = run_scale, .row_wise = true},
     {.name = "copy", .check = check_copy, .run = run_copy},
 };
 

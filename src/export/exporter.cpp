@@ -1,5 +1,8 @@
 #include "export/exporter.h"
 
+#include <cstring>
+#include <vector>
+
 #include "chat/text_check.h"
 #include "contract/hf_static_contract.h"
 #include "export/checkpoint.h"
@@ -11,11 +14,10 @@ namespace hfstatic {
 ExportSummary export_program(const std::string& dir, const std::string& out_path, const ExportOptions& options) {
   HfCheckpoint ckpt = HfCheckpoint::open(dir);
   const HfConfig& config = ckpt.config();
-  BuiltProgram built = build_program(config, options.graph);
 
   // Check every tensor before writing a byte.
   std::optional<DType> common;
-  for (const WeightUse& w : built.weights) {
+  for (const WeightUse& w : expected_tensors(config)) {
     const TensorInfo& t = ckpt.info(w.name);
     if (t.shape != w.shape)
       fail(dir, ": tensor '", w.name, "' has shape ", shape_str(t.shape), " but config.json implies ",
@@ -33,7 +35,10 @@ ExportSummary export_program(const std::string& dir, const std::string& out_path
       fail(dir, ": ", e.what());
     }
   }
-  DType weights_dtype = options.weights_dtype.value_or(common.value_or(DType::F32));
+  const DType weights_dtype = options.weights_dtype.value_or(common.value_or(DType::F32));
+  GraphOptions graph = options.graph;
+  graph.weights_dtype = weights_dtype;
+  BuiltProgram built = build_program(config, graph);
   built.spec.metadata[hf_static::keys::weights_dtype] = dtype_name(weights_dtype);
 
   ProgramWriter writer(std::move(built.spec));
@@ -41,9 +46,19 @@ ExportSummary export_program(const std::string& dir, const std::string& out_path
   for (const WeightUse& w : built.weights) {
     Shape shape = w.shape;
     std::string name = w.name;
-    writer.add_weight(name, weights_dtype, shape,
-                      [&ckpt, name, weights_dtype](uint8_t* dst) { ckpt.read(name, weights_dtype, dst); });
-    summary.weight_bytes += uint64_t(*shape_numel(shape)) * dtype_size(weights_dtype);
+    if (w.plus_one) {  // 1 + w computed in float32, as the model's norm does, and kept in float32
+      const size_t n = size_t(*shape_numel(shape));
+      writer.add_weight(name, DType::F32, shape, [&ckpt, name, n](uint8_t* dst) {
+        std::vector<float> values(n);
+        ckpt.read(name, DType::F32, reinterpret_cast<uint8_t*>(values.data()));
+        for (float& v : values) v += 1.0f;
+        std::memcpy(dst, values.data(), n * sizeof(float));
+      });
+    } else {
+      writer.add_weight(name, weights_dtype, shape,
+                        [&ckpt, name, weights_dtype](uint8_t* dst) { ckpt.read(name, weights_dtype, dst); });
+    }
+    summary.weight_bytes += uint64_t(*shape_numel(shape)) * dtype_size(w.plus_one ? DType::F32 : weights_dtype);
     ++summary.tensors;
   }
   for (const char* side : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"}) {

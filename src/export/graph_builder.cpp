@@ -1,6 +1,7 @@
 #include "export/graph_builder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "contract/hf_static_contract.h"
@@ -65,66 +66,101 @@ class MethodBuilder {
   int64_t rows_ = 0;
 };
 
+// The rope attributes of a layer of the given kind: local layers of a family with a local base
+// (gemma3's rope_local_base_freq) take that base and no scaling.
+json rope_attrs(const HfConfig& c, bool local_base) {
+  json attrs = {{"head_dim", c.head_dim}, {"theta", local_base ? *c.rope_local_theta : c.rope_theta}};
+  if (c.rope_scaling && !local_base) {
+    const RopeScaling& s = *c.rope_scaling;
+    attrs["scaling"] = {{"type", s.type},
+                        {"factor", s.factor},
+                        {"low_freq_factor", s.low_freq_factor},
+                        {"high_freq_factor", s.high_freq_factor},
+                        {"original_max_position_embeddings", s.original_max_position_embeddings}};
+  }
+  return attrs;
+}
+
+// The inputs a layer's nodes read, by name.
+struct LayerInputs {
+  std::string positions, mask, mask_for_cache, k_cache, v_cache, counter;
+};
+
+// One decoder layer from residual stream h; returns the new residual stream.
+std::string build_layer(MethodBuilder& b, const HfConfig& c, int64_t l, const std::string& h0, const LayerInputs& in) {
+  const int64_t H = c.num_key_value_heads, D = c.head_dim;
+  const int64_t E = c.hidden_size, Q = c.num_attention_heads * D, KV = H * D, F = c.intermediate_size;
+  const std::string p = cat("model.layers.", l, ".");
+  const std::string v = cat("l", l, ".");
+  const json eps = {{"eps", c.rms_norm_eps}};
+  auto proj = [&](const std::string& which, const std::string& x, int64_t width, bool bias) {
+    std::vector<std::string> inputs = {x, p + "self_attn." + which + ".weight"};
+    if (bias) inputs.push_back(p + "self_attn." + which + ".bias");
+    return b.op("linear", inputs, v + which, width);
+  };
+  auto norm = [&](const std::string& x, const std::string& weight, const std::string& out) {
+    return b.op("rms_norm", {x, p + weight + ".weight"}, v + out, E, eps);
+  };
+  std::string x = norm(h0, "input_layernorm", "attn_norm");
+  std::string q = proj("q_proj", x, Q, c.attention_bias);
+  std::string k = proj("k_proj", x, KV, c.attention_bias);
+  std::string val = proj("v_proj", x, KV, c.attention_bias);
+  if (c.qk_norm) {
+    q = b.op("head_rms_norm", {q, p + "self_attn.q_norm.weight"}, v + "q_norm", Q, eps);
+    k = b.op("head_rms_norm", {k, p + "self_attn.k_norm.weight"}, v + "k_norm", KV, eps);
+  }
+  const bool local_base = c.rope_local_theta && c.sliding_layers[size_t(l)];
+  q = b.op("rope", {q, in.positions}, v + "q_rope", Q, rope_attrs(c, local_base));
+  k = b.op("rope", {k, in.positions}, v + "k_rope", KV, rope_attrs(c, local_base));
+  b.node("cache_write", {k, val, in.k_cache, in.v_cache, in.counter, in.mask_for_cache}, {});
+  json attention = {{"n_heads", c.num_attention_heads}};
+  if (c.query_pre_attn_scalar) attention["scale"] = 1.0 / std::sqrt(*c.query_pre_attn_scalar);
+  std::string a = b.op("attention", {q, in.k_cache, in.v_cache, in.mask}, v + "attn", Q, attention);
+  std::string out = proj("o_proj", a, E, c.o_proj_bias);
+  if (c.sandwich_norms) out = norm(out, "post_attention_layernorm", "attn_post_norm");
+  std::string h = b.op("add", {h0, out}, v + "attn_residual", E);
+  x = norm(h, c.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", "mlp_norm");
+  std::string g = b.op("linear", {x, p + "mlp.gate_proj.weight"}, v + "gate", F);
+  std::string u = b.op("linear", {x, p + "mlp.up_proj.weight"}, v + "up", F);
+  std::string act = b.op(c.hidden_act == "gelu_pytorch_tanh" ? "gelu_tanh_mul" : "silu_mul", {g, u}, v + "act", F);
+  std::string d = b.op("linear", {act, p + "mlp.down_proj.weight"}, v + "down", E);
+  if (c.sandwich_norms) d = norm(d, "post_feedforward_layernorm", "mlp_post_norm");
+  return b.op("add", {h, d}, v + "mlp_residual", E);
+}
+
 MethodSpec build_method(const hf_static::Metadata& meta, bool prefill, const HfConfig& c, const GraphOptions& o) {
   using namespace hf_static;
   const std::string& name = prefill ? meta.prefill_method : meta.decode_method;
   const int64_t rows = method_rows(meta, prefill);
   MethodBuilder b(name, rows);
-  const int64_t L = c.num_hidden_layers, H = c.num_key_value_heads, D = c.head_dim;
-  const int64_t E = c.hidden_size, Q = c.num_attention_heads * D, KV = H * D, F = c.intermediate_size;
+  const int64_t L = c.num_hidden_layers, E = c.hidden_size;
   const std::vector<ValueLayout> inputs = method_inputs(meta, rows);
   for (const ValueLayout& in : inputs) b.input(in.name, in.dtype, in.shape);
-  const std::string& tokens = inputs[kTokensInput].name;
-  const std::string& positions = inputs[kPositionsInput].name;
-  const std::string& mask = inputs[kMaskInput].name;
   std::vector<std::string> state;  // by slot
-  for (size_t slot = 0; slot < state_count(L); ++slot) state.push_back(inputs[state_input(slot)].name);
+  for (size_t slot = 0; slot < state_count(L); ++slot) state.push_back(inputs[state_input(meta, slot)].name);
 
-  json rope_attrs = {{"head_dim", D}, {"theta", c.rope_theta}};
-  if (c.rope_scaling) {
-    const RopeScaling& s = *c.rope_scaling;
-    rope_attrs["scaling"] = {{"type", s.type},
-                             {"factor", s.factor},
-                             {"low_freq_factor", s.low_freq_factor},
-                             {"high_freq_factor", s.high_freq_factor},
-                             {"original_max_position_embeddings", s.original_max_position_embeddings}};
-  }
-  const json eps = {{"eps", c.rms_norm_eps}};
-
-  std::string h = b.op("embedding", {tokens, "model.embed_tokens.weight"}, "embed", E);
-  for (int64_t l = 0; l < L; ++l) {
-    const std::string p = cat("model.layers.", l, ".");
-    const std::string v = cat("l", l, ".");
-    auto proj = [&](const std::string& which, const std::string& x, int64_t width, bool bias) {
-      std::vector<std::string> in = {x, p + "self_attn." + which + ".weight"};
-      if (bias) in.push_back(p + "self_attn." + which + ".bias");
-      return b.op("linear", in, v + which, width);
-    };
-    std::string x = b.op("rms_norm", {h, p + "input_layernorm.weight"}, v + "attn_norm", E, eps);
-    std::string q = proj("q_proj", x, Q, c.attention_bias);
-    std::string k = proj("k_proj", x, KV, c.attention_bias);
-    std::string val = proj("v_proj", x, KV, c.attention_bias);
-    if (c.qk_norm) {
-      q = b.op("head_rms_norm", {q, p + "self_attn.q_norm.weight"}, v + "q_norm", Q, eps);
-      k = b.op("head_rms_norm", {k, p + "self_attn.k_norm.weight"}, v + "k_norm", KV, eps);
+  std::string h = b.op("embedding", {inputs[kTokensInput].name, "model.embed_tokens.weight"}, "embed", E);
+  if (c.embedding_scale) {
+    // Hugging Face casts the scale to the weights' dtype before multiplying.
+    float factor = float(*c.embedding_scale);
+    if (o.weights_dtype == DType::F16 || o.weights_dtype == DType::BF16) {
+      uint16_t narrow = 0;
+      convert_floats(&factor, DType::F32, &narrow, o.weights_dtype, 1);
+      convert_floats(&narrow, o.weights_dtype, &factor, DType::F32, 1);
     }
-    q = b.op("rope", {q, positions}, v + "q_rope", Q, rope_attrs);
-    k = b.op("rope", {k, positions}, v + "k_rope", KV, rope_attrs);
-    const std::string& kc = state[state_slot(l, StateRole::KeyCache)];
-    const std::string& vc = state[state_slot(l, StateRole::ValueCache)];
-    const std::string& ctr = state[state_slot(l, StateRole::Counter)];
-    b.node("cache_write", {k, val, kc, vc, ctr, mask}, {});
-    std::string a = b.op("attention", {q, kc, vc, mask}, v + "attn", Q, {{"n_heads", c.num_attention_heads}});
-    std::string out = proj("o_proj", a, E, c.o_proj_bias);
-    h = b.op("add", {h, out}, v + "attn_residual", E);
-    x = b.op("rms_norm", {h, p + "post_attention_layernorm.weight"}, v + "mlp_norm", E, eps);
-    std::string g = b.op("linear", {x, p + "mlp.gate_proj.weight"}, v + "gate", F);
-    std::string u = b.op("linear", {x, p + "mlp.up_proj.weight"}, v + "up", F);
-    std::string act = b.op("silu_mul", {g, u}, v + "act", F);
-    std::string d = b.op("linear", {act, p + "mlp.down_proj.weight"}, v + "down", E);
-    h = b.op("add", {h, d}, v + "mlp_residual", E);
+    h = b.op("scale", {h}, "embed_scaled", E, {{"factor", factor}});
   }
-  std::string hn = b.op("rms_norm", {h, "model.norm.weight"}, "final_norm", E, eps);
+  for (int64_t l = 0; l < L; ++l) {
+    const bool local = meta.has_local_mask() && meta.layer_kinds[size_t(l)] == LayerKind::Local;
+    LayerInputs in{inputs[kPositionsInput].name,
+                   inputs[local ? kLocalMaskInput : kMaskInput].name,
+                   inputs[kMaskInput].name,
+                   state[state_slot(l, StateRole::KeyCache)],
+                   state[state_slot(l, StateRole::ValueCache)],
+                   state[state_slot(l, StateRole::Counter)]};
+    h = build_layer(b, c, l, h, in);
+  }
+  std::string hn = b.op("rms_norm", {h, "model.norm.weight"}, "final_norm", E, {{"eps", c.rms_norm_eps}});
   const std::string head = c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
   b.op("linear", {hn, head}, "logits", c.vocab_size);
 
@@ -136,7 +172,7 @@ MethodSpec build_method(const hf_static::Metadata& meta, bool prefill, const HfC
   m.outputs[logits_output(L)] = {"logits", "logits", OutputMemory::Planned};
   if (o.repeat_state) {
     for (size_t slot = 0; slot < state.size(); ++slot) {
-      const ValueLayout& in = inputs[state_input(slot)];
+      const ValueLayout& in = inputs[state_input(meta, slot)];
       const std::string out = state[slot] + "_out";
       m.values.push_back({out, in.dtype, in.shape});
       m.nodes.push_back({"copy", {state[slot]}, {out}, json::object()});
@@ -156,9 +192,6 @@ BuiltProgram build_program(const HfConfig& c, const GraphOptions& o) {
     fail("--prefill-len ", o.prefill_len, " is outside [1, max_context = ", o.max_context, "]");
   if (o.cache_dtype != DType::F32 && o.cache_dtype != DType::F16)
     fail("--cache-dtype ", dtype_name(o.cache_dtype), " is not supported (float32, float16)");
-  if (c.sliding_window && *c.sliding_window < o.max_context)
-    fail("config field 'sliding_window' = ", *c.sliding_window, " is smaller than max_context ", o.max_context,
-         "; sliding-window attention is not supported (export with --max-context ", *c.sliding_window, " or less)");
 
   hf_static::Metadata meta;
   meta.n_layers = c.num_hidden_layers;
@@ -172,6 +205,18 @@ BuiltProgram build_program(const HfConfig& c, const GraphOptions& o) {
   meta.eos_ids = c.eos_token_ids;
   meta.prefill_method = "prefill";
   meta.decode_method = "decode";
+  // A sliding layer whose window covers the whole context is a global one.
+  if (c.sliding_window && *c.sliding_window < o.max_context) {
+    for (bool sliding : c.sliding_layers)
+      meta.layer_kinds.push_back(sliding ? hf_static::LayerKind::Local : hf_static::LayerKind::Global);
+    if (std::find(meta.layer_kinds.begin(), meta.layer_kinds.end(), hf_static::LayerKind::Local) !=
+        meta.layer_kinds.end()) {
+      meta.version = hf_static::kVersion2;
+      meta.sliding_window = *c.sliding_window;
+    } else {
+      meta.layer_kinds.clear();
+    }
+  }
 
   BuiltProgram out;
   ProgramSpec& spec = out.spec;

@@ -14,6 +14,7 @@ struct GraphOptions {
   DType cache_dtype = DType::F32;
   bool repeat_state = false;  // emit the state again, in input order, as unplanned outputs after logits
   std::string mutation_order = "input";
+  DType weights_dtype = DType::F32;  // the exported weights' dtype (gemma's embedding scale is rounded to it)
 };
 
 // Names accepted by GraphOptions::mutation_order.

@@ -1,5 +1,7 @@
 #include "export/hf_config.h"
 
+#include <cmath>
+
 #include "util/error.h"
 
 namespace hfstatic {
@@ -54,6 +56,59 @@ std::vector<int64_t> token_ids(const json& v, const char* key, const std::string
   return out;
 }
 
+// Which layers use the sliding window, by Hugging Face's rule for the family: every layer of
+// mistral; for qwen2/qwen3 an explicit layer_types, else layers >= max_window_layers.
+std::vector<bool> read_sliding_layers(const json& j, const Reader& r, const HfConfig& c) {
+  const size_t n = size_t(c.num_hidden_layers);
+  if (!c.sliding_window) return std::vector<bool>(n, false);
+  if (c.model_type == "mistral") return std::vector<bool>(n, true);
+  std::vector<bool> out(n, false);
+  if (c.model_type == "gemma3_text" && !r.has("layer_types")) {  // every pattern-th layer is global
+    const char* key = r.has("sliding_window_pattern") ? "sliding_window_pattern" : "_sliding_window_pattern";
+    const int64_t pattern = r.integer(key, 1, 1 << 20, 6);
+    for (size_t l = 0; l < n; ++l) out[l] = (int64_t(l) + 1) % pattern != 0;
+    return out;
+  }
+  if (r.has("layer_types")) {
+    const json& types = j["layer_types"];
+    if (!types.is_array() || types.size() != n)
+      fail(r.origin, ": config field 'layer_types' = ", types.dump(), " is not a list of ", n, " layer types");
+    for (size_t l = 0; l < n; ++l) {
+      const json& t = types[l];
+      if (!t.is_string() || (t != "sliding_attention" && t != "full_attention"))
+        fail(r.origin, ": config field 'layer_types' holds ", t.dump(),
+             ", not \"sliding_attention\" or \"full_attention\"");
+      out[l] = t == "sliding_attention";
+    }
+    return out;
+  }
+  const int64_t first = r.integer("max_window_layers", 0, 1 << 20, 28);
+  for (size_t l = 0; l < n; ++l) out[l] = int64_t(l) >= first;
+  return out;
+}
+
+// gemma3_text: GeGLU, norms around attention and MLP that scale by 1 + w, q/k norms, scaled
+// embeddings, its own attention scale, and sliding layers with their own rope base.
+void read_gemma3(const json& j, const Reader& r, HfConfig& c) {
+  for (const char* key : {"hidden_activation", "hidden_act"}) {
+    if (r.has(key) && j[key] != "gelu_pytorch_tanh")
+      fail(r.origin, ": config field '", key, "' = ", j[key].dump(),
+           " is not supported (supported: gelu_pytorch_tanh)");
+  }
+  for (const char* key : {"final_logit_softcapping", "attn_logit_softcapping"})
+    if (r.has(key)) fail(r.origin, ": config field '", key, "' = ", j[key].dump(), " is not supported (only null)");
+  if (r.boolean("use_bidirectional_attention", false))
+    fail(r.origin, ": config field 'use_bidirectional_attention' = true is not supported");
+  c.hidden_act = "gelu_pytorch_tanh";
+  c.qk_norm = true;
+  c.sandwich_norms = true;
+  c.norm_plus_one = true;
+  c.embedding_scale = std::sqrt(double(c.hidden_size));
+  c.query_pre_attn_scalar = r.number("query_pre_attn_scalar", 1e-6, 1e9, 256);
+  c.rope_local_theta = r.number("rope_local_base_freq", 1, 1e12, 10000);
+  c.sliding_window = r.integer("sliding_window", 1, int64_t(1) << 31, 4096);
+}
+
 }  // namespace
 
 HfConfig HfConfig::parse(const json& j, const std::string& origin) {
@@ -63,9 +118,11 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   if (!r.has("model_type") || !j["model_type"].is_string())
     fail(origin, ": config field 'model_type' is missing or not a string");
   c.model_type = j["model_type"].get<std::string>();
-  if (c.model_type != "llama" && c.model_type != "mistral" && c.model_type != "qwen2" && c.model_type != "qwen3")
+  if (c.model_type != "llama" && c.model_type != "mistral" && c.model_type != "qwen2" && c.model_type != "qwen3" &&
+      c.model_type != "gemma3_text")
     fail(origin, ": config field 'model_type' = '", c.model_type,
-         "' is not supported (supported: llama, mistral, qwen2, qwen3)");
+         "' is not supported (supported: llama, mistral, qwen2, qwen3, gemma3_text)");
+  const bool gemma = c.model_type == "gemma3_text";
   constexpr int64_t kBig = int64_t(1) << 31;
   c.hidden_size = r.integer("hidden_size", 1, kBig);
   c.intermediate_size = r.integer("intermediate_size", 1, kBig);
@@ -85,7 +142,7 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   c.max_position_embeddings = r.integer("max_position_embeddings", 2, kBig, 2048);
   c.rms_norm_eps = r.number("rms_norm_eps", 0, 1, 1e-6);
   c.rope_theta = r.number("rope_theta", 1, 1e12, 10000);
-  c.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
+  c.tie_word_embeddings = r.boolean("tie_word_embeddings", gemma);
   c.torch_dtype = r.has("torch_dtype") && j["torch_dtype"].is_string() ? j["torch_dtype"].get<std::string>() : "";
 
   if (c.model_type == "qwen2") {
@@ -96,7 +153,9 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   }
   if (r.boolean("mlp_bias", false)) fail(origin, ": config field 'mlp_bias' = true is not supported");
   c.qk_norm = c.model_type == "qwen3";
-  if (r.has("hidden_act")) {
+  if (gemma) {
+    read_gemma3(j, r, c);
+  } else if (r.has("hidden_act")) {
     if (!j["hidden_act"].is_string() || j["hidden_act"].get<std::string>() != "silu")
       fail(origin, ": config field 'hidden_act' = ", j["hidden_act"].dump(), " is not supported (supported: silu)");
   }
@@ -106,6 +165,7 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   if ((c.model_type == "qwen2" || c.model_type == "qwen3") && r.boolean("use_sliding_window", false)) {
     c.sliding_window = r.integer("sliding_window", 1, kBig, 4096);
   }
+  c.sliding_layers = read_sliding_layers(j, r, c);
   if (r.has("rope_scaling")) {
     const json& s = j["rope_scaling"];
     if (!s.is_object()) fail(origin, ": config field 'rope_scaling' = ", s.dump(), " is not an object");
@@ -163,6 +223,10 @@ std::vector<WeightUse> expected_tensors(const HfConfig& c) {
       add(p + "self_attn.q_norm.weight", {D});
       add(p + "self_attn.k_norm.weight", {D});
     }
+    if (c.sandwich_norms) {
+      add(p + "pre_feedforward_layernorm.weight", {E});
+      add(p + "post_feedforward_layernorm.weight", {E});
+    }
     add(p + "self_attn.o_proj.weight", {E, Q});
     if (c.o_proj_bias) add(p + "self_attn.o_proj.bias", {E});
     add(p + "post_attention_layernorm.weight", {E});
@@ -172,6 +236,8 @@ std::vector<WeightUse> expected_tensors(const HfConfig& c) {
   }
   add("model.norm.weight", {E});
   if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, E});
+  if (c.norm_plus_one)
+    for (WeightUse& w : out) w.plus_one = w.name.find("norm.weight") != std::string::npos;
   return out;
 }
 

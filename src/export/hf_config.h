@@ -23,6 +23,14 @@ struct HfConfig {
   bool o_proj_bias = false;               // llama's attention_bias also covers o_proj
   bool qk_norm = false;                   // qwen3
   std::optional<int64_t> sliding_window;  // mistral / qwen2 when in use
+  std::vector<bool> sliding_layers;       // per layer: true for HF's "sliding_attention" (needs sliding_window)
+  // Gemma-style architecture details (defaults: the llama layout).
+  std::string hidden_act = "silu";              // or "gelu_pytorch_tanh" (gated GELU, tanh approximation)
+  bool sandwich_norms = false;                  // norms after attention and MLP too (pre/post_feedforward_layernorm)
+  bool norm_plus_one = false;                   // RMSNorm weights scale by (1 + w); the exporter folds the 1 in
+  std::optional<double> embedding_scale;        // embeddings multiplied by this (sqrt(hidden_size) in gemma)
+  std::optional<double> query_pre_attn_scalar;  // attention scale query_pre_attn_scalar^-0.5
+  std::optional<double> rope_local_theta;       // rope base of sliding layers (rope_local_base_freq)
   std::optional<RopeScaling> rope_scaling;
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;
@@ -35,6 +43,7 @@ struct HfConfig {
 struct WeightUse {
   std::string name;  // Hugging Face tensor name
   std::vector<int64_t> shape;
+  bool plus_one = false;  // a norm that scales by 1 + w: exported as float32 1 + w
 };
 
 // Every tensor a checkpoint of this config holds, with the shape the config implies.

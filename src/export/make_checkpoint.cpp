@@ -52,6 +52,44 @@ const std::vector<CheckpointPreset>& checkpoint_presets() {
            "max_position_embeddings":512,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"tie_word_embeddings":true,
            "attention_bias":false,"use_sliding_window":false,"bos_token_id":256,"eos_token_id":258,"hidden_act":"silu"})",
        DType::F32, 0.2},
+      {"tiny-mistral-sw", "tiny mistral with a sliding window of 5 on every layer (tests)",
+       R"({"architectures":["MistralForCausalLM"],"model_type":"mistral","hidden_size":64,"intermediate_size":128,
+           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
+           "max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":false,
+           "sliding_window":5,"bos_token_id":256,"eos_token_id":256,"hidden_act":"silu"})",
+       DType::F32, 0.2},
+      {"tiny-qwen2-sw", "tiny qwen2 whose layers from max_window_layers 1 on slide over 5 positions (tests)",
+       R"({"architectures":["Qwen2ForCausalLM"],"model_type":"qwen2","hidden_size":64,"intermediate_size":128,
+           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
+           "max_position_embeddings":512,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"tie_word_embeddings":true,
+           "use_sliding_window":true,"sliding_window":5,"max_window_layers":1,"bos_token_id":256,"eos_token_id":258,
+           "hidden_act":"silu"})",
+       DType::F32, 0.2},
+      {"tiny-gemma3", "tiny gemma3_text: 3 layers (local, local, global), window 6, GQA, head_dim 32 (tests)",
+       R"({"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text","hidden_size":64,"intermediate_size":128,
+           "num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,"vocab_size":272,
+           "max_position_embeddings":512,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"rope_local_base_freq":10000.0,
+           "rope_scaling":null,"sliding_window":6,"sliding_window_pattern":3,"query_pre_attn_scalar":24,
+           "hidden_activation":"gelu_pytorch_tanh","final_logit_softcapping":null,"attn_logit_softcapping":null,
+           "attention_bias":false,"pad_token_id":0,"bos_token_id":2,"eos_token_id":1})",
+       DType::F32, 0.2},
+      {"gemma-3-270m", "Gemma 3 270M shapes (gemma3_text, 18 layers, 5 local : 1 global, window 512, tied)",
+       R"({"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text","hidden_size":640,"intermediate_size":2048,
+           "num_hidden_layers":18,"num_attention_heads":4,"num_key_value_heads":1,"head_dim":256,"vocab_size":262144,
+           "max_position_embeddings":32768,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"rope_local_base_freq":10000.0,
+           "rope_scaling":null,"sliding_window":512,"_sliding_window_pattern":6,"query_pre_attn_scalar":256,
+           "hidden_activation":"gelu_pytorch_tanh","final_logit_softcapping":null,"attn_logit_softcapping":null,
+           "attention_bias":false,"use_bidirectional_attention":false,"pad_token_id":0,"bos_token_id":2,
+           "eos_token_id":1,"torch_dtype":"bfloat16"})",
+       DType::BF16, 0.02},
+      {"gemma-3-1b", "Gemma 3 1B shapes (gemma3_text, 26 layers, 5 local : 1 global, window 512, tied)",
+       R"({"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text","hidden_size":1152,"intermediate_size":6912,
+           "num_hidden_layers":26,"num_attention_heads":4,"num_key_value_heads":1,"head_dim":256,"vocab_size":262144,
+           "max_position_embeddings":32768,"rms_norm_eps":1e-6,"rope_theta":1000000,"rope_local_base_freq":10000,
+           "rope_scaling":null,"sliding_window":512,"sliding_window_pattern":6,"query_pre_attn_scalar":256,
+           "hidden_activation":"gelu_pytorch_tanh","final_logit_softcapping":null,"attn_logit_softcapping":null,
+           "attention_bias":false,"pad_token_id":0,"bos_token_id":2,"eos_token_id":[1,106],"torch_dtype":"bfloat16"})",
+       DType::BF16, 0.02},
       {"smollm2-135m", "SmolLM2-135M shapes (llama, 30 layers, tied)",
        R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":576,"intermediate_size":1536,
            "num_hidden_layers":30,"num_attention_heads":9,"num_key_value_heads":3,"vocab_size":49152,
@@ -141,24 +179,74 @@ std::string byte_level_token(int byte) {
   return out;
 }
 
-// A byte-level BPE tokenizer with no merges: every byte is a token, ids 0..255, followed by
-// the special tokens. Enough for text in and out of random models.
-void write_tokenizer(const std::string& dir, const HfConfig& config) {
-  json vocab = json::object();
-  for (int b = 0; b < 256; ++b) vocab[byte_level_token(b)] = b;
+// What a preset's tokenizer holds besides the 256 byte tokens.
+struct TokenizerLayout {
+  std::vector<std::pair<std::string, int>> specials;  // content, id
+  int first_byte_id = 0;                              // byte b is token first_byte_id + b
+  std::string bos, eos;
+  bool bos_prefix = false;  // encoding with special tokens prepends bos
+  std::string chat_template;
+};
+
+TokenizerLayout tokenizer_layout(const HfConfig& config) {
+  TokenizerLayout t;
+  if (config.model_type == "gemma3_text") {
+    // Gemma's special ids (pad 0, eos 1, bos 2, unk 3; the turn markers at 105 and 106 when the
+    // vocabulary has room), the bytes after them.
+    const int turn = config.vocab_size > 1024 ? 105 : 4;
+    t.specials = {
+        {"<pad>", 0}, {"<eos>", 1}, {"<bos>", 2}, {"<unk>", 3}, {"<start_of_turn>", turn}, {"<end_of_turn>", turn + 1}};
+    t.first_byte_id = turn + 2;
+    t.bos = "<bos>";
+    t.eos = "<end_of_turn>";
+    t.bos_prefix = true;
+    t.chat_template =
+        "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'assistant' %}{% set role = 'model' %}"
+        "{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\\n' }}"
+        "{{ message['content'] | trim }}{{ '<end_of_turn>\\n' }}{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}";
+    return t;
+  }
   const char* specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+  for (int i = 0; i < 3 && 256 + i < config.vocab_size; ++i) t.specials.push_back({specials[i], 256 + i});
+  t.bos = "<|endoftext|>";
+  t.eos = config.vocab_size > 258 ? "<|im_end|>" : "<|endoftext|>";
+  t.chat_template =
+      "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + "
+      "'\\n' }}"
+      "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+  return t;
+}
+
+// A byte-level BPE tokenizer with no merges: every byte is a token, followed or preceded by the
+// special tokens. Enough for text in and out of random models.
+void write_tokenizer(const std::string& dir, const HfConfig& config) {
+  const TokenizerLayout layout = tokenizer_layout(config);
+  json vocab = json::object();
+  for (int b = 0; b < 256; ++b) vocab[byte_level_token(b)] = layout.first_byte_id + b;
   json added = json::array();
-  for (int i = 0; i < 3; ++i) {
-    int id = 256 + i;
-    if (id >= config.vocab_size) break;
-    vocab[specials[i]] = id;
+  for (const auto& [content, id] : layout.specials) {
+    vocab[content] = id;
     added.push_back({{"id", id},
-                     {"content", specials[i]},
+                     {"content", content},
                      {"single_word", false},
                      {"lstrip", false},
                      {"rstrip", false},
                      {"normalized", false},
                      {"special", true}});
+  }
+  json post_processor = {
+      {"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}};
+  if (layout.bos_prefix) {
+    const int bos_id = vocab[layout.bos].get<int>();
+    const json bos = {{"SpecialToken", {{"id", layout.bos}, {"type_id", 0}}}};
+    auto sequence = [](const char* id, int type) { return json{{"Sequence", {{"id", id}, {"type_id", type}}}}; };
+    json special = json::object();
+    special[layout.bos] = {{"id", layout.bos}, {"ids", json::array({bos_id})}, {"tokens", json::array({layout.bos})}};
+    post_processor = {{"type", "TemplateProcessing"},
+                      {"single", json::array({bos, sequence("A", 0)})},
+                      {"pair", json::array({bos, sequence("A", 0), sequence("B", 1)})},
+                      {"special_tokens", special}};
   }
   json tokenizer = {
       {"version", "1.0"},
@@ -168,8 +256,7 @@ void write_tokenizer(const std::string& dir, const HfConfig& config) {
       {"normalizer", nullptr},
       {"pre_tokenizer",
        {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}},
-      {"post_processor",
-       {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}}},
+      {"post_processor", post_processor},
       {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
       {"model",
        {{"type", "BPE"},
@@ -184,16 +271,13 @@ void write_tokenizer(const std::string& dir, const HfConfig& config) {
         {"merges", json::array()}}},
   };
   json tokenizer_config = {
-      {"add_bos_token", false},
+      {"add_bos_token", layout.bos_prefix},
       {"add_eos_token", false},
-      {"bos_token", "<|endoftext|>"},
-      {"eos_token", config.vocab_size > 258 ? "<|im_end|>" : "<|endoftext|>"},
+      {"bos_token", layout.bos},
+      {"eos_token", layout.eos},
       {"model_max_length", config.max_position_embeddings},
       {"tokenizer_class", "PreTrainedTokenizerFast"},
-      {"chat_template",
-       "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + "
-       "'\\n' }}"
-       "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"},
+      {"chat_template", layout.chat_template},
   };
   AtomicFileWriter t(dir + "/tokenizer.json");
   std::string text = tokenizer.dump(2);
@@ -252,13 +336,14 @@ void make_checkpoint(const std::string& dir, const MakeCheckpointOptions& option
     for (const WeightUse* t : shards[s]) {
       const std::string tname = t->name;
       const bool is_norm = tname.find("norm.weight") != std::string::npos;
+      const double norm_center = config.norm_plus_one ? 0.0 : 1.0;  // gemma's norms scale by 1 + w
       const double std_dev = preset.init_std;
       const uint64_t seed = options.seed;
       const int64_t n = *shape_numel(t->shape);
       writer.add(tname, dtype, t->shape, [=](uint8_t* dst) {
         NormalStream rng(seed, tname);
         std::vector<float> values(static_cast<size_t>(n));
-        for (auto& v : values) v = float(is_norm ? 1.0 + 0.1 * rng.next() : std_dev * rng.next());
+        for (auto& v : values) v = float(is_norm ? norm_center + 0.1 * rng.next() : std_dev * rng.next());
         convert_floats(values.data(), DType::F32, dst, dtype, values.size());
       });
       weight_map[tname] = file;

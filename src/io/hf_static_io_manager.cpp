@@ -1,5 +1,6 @@
 #include "io/hf_static_io_manager.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -28,24 +29,25 @@ ModelInfo model_info(const Metadata& m) {
 }  // namespace
 
 std::vector<std::string> HfStaticIOManager::validate(const Program& program) const {
-  return hf_static_v1_violations(program);
+  return hf_static_violations(program, version_);
 }
 
 void HfStaticIOManager::load(std::shared_ptr<const Program> program, BufferAllocator& allocator,
                              const RuntimeOptions& runtime) {
   std::vector<std::string> violations = validate(*program);
-  if (!violations.empty()) throw ContractError(program->path(), violations);
+  if (!violations.empty()) throw ContractError(program->path(), violations, version_);
   std::vector<std::string> metadata_problems;  // empty unless validate() was relaxed
-  auto metadata = read_metadata(*program, metadata_problems);
-  if (!metadata) throw ContractError(program->path(), metadata_problems);
+  auto metadata = read_metadata(*program, metadata_problems, version_);
+  if (!metadata) throw ContractError(program->path(), metadata_problems, version_);
   info_ = model_info(*metadata);
+  metadata_ = *metadata;
   program_ = program;
 
   // One set of state for both methods; every size is checked before anything is allocated.
   const auto inputs = method_inputs(*metadata, 1);
   std::vector<uint64_t> state_bytes;
   for (size_t slot = 0; slot < hf_static::state_count(info_.n_layers); ++slot) {
-    const ValueLayout& input = inputs[state_input(slot)];
+    const ValueLayout& input = inputs[state_input(*metadata, slot)];
     state_bytes.push_back(uint64_t(*shape_numel(input.shape)) * dtype_size(input.dtype));
   }
   for (StepKind kind : {StepKind::Prefill, StepKind::Decode}) {
@@ -63,6 +65,8 @@ void HfStaticIOManager::load(std::shared_ptr<const Program> program, BufferAlloc
       ms.tokens = Buffer(allocator, size_t(ms.rows) * sizeof(int64_t));
       ms.positions = Buffer(allocator, size_t(ms.rows) * sizeof(int64_t));
       ms.mask = Buffer(allocator, size_t(ms.rows * info_.max_context) * sizeof(float));
+      if (metadata_.has_local_mask())
+        ms.local_mask = Buffer(allocator, size_t(ms.rows * info_.max_context) * sizeof(float));
     }
   } catch (const Error& e) {
     fail(program->path(), ": the caches and buffers cannot be allocated: ", e.what());
@@ -75,13 +79,14 @@ void HfStaticIOManager::load(std::shared_ptr<const Program> program, BufferAlloc
 void HfStaticIOManager::check_buffer_bytes(const Program& program, const std::vector<uint64_t>& state_bytes,
                                            const RuntimeOptions& runtime) const {
   const double mib = 1 << 20;
+  const uint64_t masks = metadata_.has_local_mask() ? 2 : 1;
   uint64_t caches = 0, total = 0;
   for (uint64_t b : state_bytes) caches += b;
   total = caches;
   for (StepKind kind : {StepKind::Prefill, StepKind::Decode}) {
     const MethodState& ms = method(kind);
     total += ms.method->arena_bytes() +
-             uint64_t(ms.rows) * (2 * sizeof(int64_t) + uint64_t(info_.max_context) * sizeof(float));
+             uint64_t(ms.rows) * (2 * sizeof(int64_t) + masks * uint64_t(info_.max_context) * sizeof(float));
   }
   const uint64_t limit =
       runtime.max_buffer_bytes ? runtime.max_buffer_bytes : 4 * program.weight_bytes() + (uint64_t(512) << 20);
@@ -99,6 +104,8 @@ void HfStaticIOManager::reset() {
   for (StepKind kind : {StepKind::Prefill, StepKind::Decode}) {
     MethodState& ms = method(kind);
     std::fill_n(ms.mask.as<float>(), ms.rows * info_.max_context, -std::numeric_limits<float>::infinity());
+    if (metadata_.has_local_mask())
+      std::fill_n(ms.local_mask.as<float>(), ms.rows * info_.max_context, -std::numeric_limits<float>::infinity());
   }
   prepared_.reset();
   ran_ = false;
@@ -161,6 +168,7 @@ void HfStaticIOManager::prepare(StepKind kind, int64_t start_pos, std::span<cons
     std::fill_n(row, visible, 0.0f);
     std::fill_n(row + visible, C - visible, neg_inf);
   }
+  if (metadata_.has_local_mask()) write_local_mask(ms, start_pos, n);
   write_counters(start_pos);
   const size_t logits = logits_output(info_.n_layers);
   if (all_logits_)
@@ -170,6 +178,19 @@ void HfStaticIOManager::prepare(StepKind kind, int64_t start_pos, std::span<cons
   prepared_ = kind;
   prepared_rows_ = n;
   ran_ = false;
+}
+
+// Real row i at position p = start_pos + i sees positions max(0, p - window + 1) .. p; padding
+// rows see nothing.
+void HfStaticIOManager::write_local_mask(MethodState& ms, int64_t start_pos, int64_t n) {
+  const int64_t C = info_.max_context, window = metadata_.sliding_window;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < ms.rows; ++i) {
+    float* row = ms.local_mask.as<float>() + i * C;
+    const int64_t end = i < n ? start_pos + i + 1 : 0, begin = std::max<int64_t>(0, end - window);
+    std::fill_n(row, C, neg_inf);
+    std::fill(row + begin, row + end, 0.0f);
+  }
 }
 
 void HfStaticIOManager::bind_state_outputs(Execution& exec) {
@@ -185,7 +206,9 @@ void HfStaticIOManager::bind() {
   exec.bind_input(kTokensInput, ms.tokens.data());
   exec.bind_input(kPositionsInput, ms.positions.data());
   exec.bind_input(kMaskInput, ms.mask.data());
-  for (size_t slot = 0; slot < state_.size(); ++slot) exec.bind_input(state_input(slot), state_[slot].data());
+  if (metadata_.has_local_mask()) exec.bind_input(kLocalMaskInput, ms.local_mask.data());
+  for (size_t slot = 0; slot < state_.size(); ++slot)
+    exec.bind_input(state_input(metadata_, slot), state_[slot].data());
   bind_state_outputs(exec);
 }
 

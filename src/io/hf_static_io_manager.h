@@ -1,4 +1,4 @@
-// The hf_static version 1 IOManager (normative text: docs/hf_static-v1.md).
+// The hf_static IOManager, versions 1 and 2 (normative text: docs/hf_static-v1.md, docs/hf_static-v2.md).
 #pragma once
 #include <memory>
 #include <optional>
@@ -13,6 +13,9 @@ namespace hfstatic {
 
 class HfStaticIOManager : public IOManager {
  public:
+  // Drives programs of the given contract version (hf_static::kVersion or kVersion2).
+  explicit HfStaticIOManager(int64_t version = hf_static::kVersion) : version_(version) {}
+
   void load(std::shared_ptr<const Program> program, BufferAllocator& allocator,
             const RuntimeOptions& runtime = {}) override;
   const ModelInfo& model() const override { return info_; }
@@ -41,6 +44,9 @@ class HfStaticIOManager : public IOManager {
   virtual void write_counters(int64_t start_pos);
   virtual void bind_state_outputs(Execution& exec);
   virtual bool prefill_fits(int64_t start_pos) const;
+  struct MethodState;
+  // Version 2: the local mask of a step of n real rows at start_pos (what local layers see).
+  virtual void write_local_mask(MethodState& ms, int64_t start_pos, int64_t n);
   void check_buffer_bytes(const Program& program, const std::vector<uint64_t>& state_bytes,
                           const RuntimeOptions& runtime) const;
 
@@ -49,12 +55,15 @@ class HfStaticIOManager : public IOManager {
     std::unique_ptr<Execution> execution;
     int64_t rows = 0;  // T
     Buffer tokens, positions, mask;
+    Buffer local_mask;  // version 2 only
   };
   MethodState& method(StepKind kind) { return kind == StepKind::Prefill ? prefill_ : decode_; }
   const MethodState& method(StepKind kind) const { return kind == StepKind::Prefill ? prefill_ : decode_; }
 
+  const int64_t version_;
   std::shared_ptr<const Program> program_;
   ModelInfo info_;
+  hf_static::Metadata metadata_;
   MethodState prefill_, decode_;
   std::vector<Buffer> state_;
   std::optional<StepKind> prepared_;

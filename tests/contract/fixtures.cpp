@@ -139,7 +139,7 @@ struct InvalidCorpus {
 
 // Metadata: missing, mistyped, out of range, or in range and disagreeing with the signatures.
 void add_metadata_fixtures(InvalidCorpus& c) {
-  const std::string supported = "(supported: hf_static v1)";
+  const std::string supported = "(supported: hf_static v1, hf_static v2)";
 
   // Missing keys.
   c.registry("missing_io_contract", erase_meta("io_contract"),
@@ -202,8 +202,8 @@ void add_metadata_fixtures(InvalidCorpus& c) {
   c.registry("unknown_io_contract", set_meta("io_contract", "hf_dynamic"),
              "metadata key 'io_contract': expected \"hf_static\", got \"hf_dynamic\"",
              "I/O contract 'hf_dynamic' version 1 is not supported " + supported);
-  c.registry("unknown_version", set_meta("version", 2), "metadata key 'version': expected 1, got 2",
-             "I/O contract 'hf_static' version 2 is not supported " + supported);
+  c.registry("unknown_version", set_meta("version", 3), "metadata key 'version': expected 1, got 3",
+             "I/O contract 'hf_static' version 3 is not supported " + supported);
 
   // Metadata in range that disagrees with the method signatures.
   c.add("metadata_n_layers_3", set_meta("n_layers", 3),

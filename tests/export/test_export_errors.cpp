@@ -161,20 +161,27 @@ TEST_F(ExportErrors, MlpBias) {
   EXPECT_THAT(export_error(c), HasSubstr("config field 'mlp_bias' = true is not supported"));
 }
 
+// The exported program's contract version, layer kinds and window.
+json local_layers(const std::string& program) {
+  auto loaded = Program::load(program);
+  const json& m = loaded->metadata();
+  return {m["version"], m.value("layer_types", json()), m.value("sliding_window", json())};
+}
+
 TEST_F(ExportErrors, MistralSlidingWindow) {
   auto c = checkpoint("tiny-mistral");
+  // A window shorter than the context: every layer is local, the program is hf_static v2.
   edit_config(c, [](json& j) { j["sliding_window"] = 48; });
-  EXPECT_THAT(export_error(c), AllOf(HasSubstr("config field 'sliding_window' = 48 is smaller than max_context 64"),
-                                     HasSubstr("--max-context 48 or less")));
-  // A window that covers the whole context changes nothing and is accepted.
+  EXPECT_EQ(local_layers(export_ok(c)), json::parse(R"([2, ["local", "local"], 48])"));
+  // A window that covers the whole context changes nothing: version 1.
   for (int window : {64, 4096}) {
     edit_config(c, [&](json& j) { j["sliding_window"] = window; });
-    EXPECT_NO_THROW(export_ok(c)) << window;
+    EXPECT_EQ(local_layers(export_ok(c)), json::parse("[1, null, null]")) << window;
   }
   edit_config(c, [](json& j) { j["sliding_window"] = 48; });
   GraphOptions g = small();
   g.max_context = 48;
-  EXPECT_NO_THROW(export_ok(c, g));
+  EXPECT_EQ(local_layers(export_ok(c, g)), json::parse("[1, null, null]"));
   edit_config(c, [](json& j) { j["sliding_window"] = "big"; });
   EXPECT_THAT(export_error(c), HasSubstr("config field 'sliding_window' = \"big\" is not an integer"));
 }
@@ -185,10 +192,20 @@ TEST_F(ExportErrors, Qwen2UseSlidingWindow) {
     j["use_sliding_window"] = true;
     j["sliding_window"] = 32;
   });
-  EXPECT_THAT(export_error(c), HasSubstr("config field 'sliding_window' = 32 is smaller than max_context 64"));
+  // Layers below max_window_layers (28 by default) stay global: no local layer, version 1.
+  EXPECT_EQ(local_layers(export_ok(c)), json::parse("[1, null, null]"));
+  edit_config(c, [](json& j) { j["max_window_layers"] = 1; });
+  EXPECT_EQ(local_layers(export_ok(c)), json::parse(R"([2, ["global", "local"], 32])"));
+  edit_config(c, [](json& j) { j["layer_types"] = {"sliding_attention", "full_attention"}; });
+  EXPECT_EQ(local_layers(export_ok(c)), json::parse(R"([2, ["local", "global"], 32])"));
+  edit_config(c, [](json& j) { j["layer_types"] = {"sliding_attention", "chunked_attention"}; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'layer_types' holds \"chunked_attention\""));
   // Without use_sliding_window the window field is ignored.
-  edit_config(c, [](json& j) { j["use_sliding_window"] = false; });
-  EXPECT_NO_THROW(export_ok(c));
+  edit_config(c, [](json& j) {
+    j.erase("layer_types");
+    j["use_sliding_window"] = false;
+  });
+  EXPECT_EQ(local_layers(export_ok(c)), json::parse("[1, null, null]"));
   edit_config(c, [](json& j) { j["use_sliding_window"] = "yes"; });
   EXPECT_THAT(export_error(c), HasSubstr("config field 'use_sliding_window' = \"yes\" is not a boolean"));
 }

@@ -79,7 +79,7 @@ class Registry : public testing::Test {
 };
 
 TEST_F(Registry, SelectsTheContractByNameAndVersion) {
-  EXPECT_THAT(registry.supported(), ElementsAre("hf_static v1", "test_only v7"));
+  EXPECT_THAT(registry.supported(), ElementsAre("hf_static v1", "hf_static v2", "test_only v7"));
   auto test_program = program("test_only", 7);
   auto io = registry.load(test_program);
   auto* test_io = dynamic_cast<TestOnlyIOManager*>(io.get());
@@ -99,7 +99,7 @@ TEST_F(Registry, AnExistingEntryCannotBeReplaced) {
               HasSubstr("I/O contract 'test_only' version 7 is already registered"));
   auto io = registry.load(program("test_only", 7));
   EXPECT_EQ(dynamic_cast<TestOnlyIOManager&>(*io).tag, 1) << "the first registration was replaced";
-  EXPECT_THAT(registry.supported(), ElementsAre("hf_static v1", "test_only v7"));
+  EXPECT_THAT(registry.supported(), ElementsAre("hf_static v1", "hf_static v2", "test_only v7"));
   // Another version of the same contract is a pair of its own.
   registry.add(test_only_contract(3, 8));
   EXPECT_EQ(dynamic_cast<TestOnlyIOManager&>(*registry.load(program("test_only", 8))).tag, 3);
@@ -107,9 +107,9 @@ TEST_F(Registry, AnExistingEntryCannotBeReplaced) {
 }
 
 TEST_F(Registry, AnUnknownPairListsEverySupportedOne) {
-  const std::string list = "(supported: hf_static v1, test_only v7)";
+  const std::string list = "(supported: hf_static v1, hf_static v2, test_only v7)";
   for (const auto& [contract, version] :
-       std::vector<std::pair<std::string, int64_t>>{{"test_only", 6}, {"hf_static", 2}, {"other", 1}}) {
+       std::vector<std::pair<std::string, int64_t>>{{"test_only", 6}, {"hf_static", 3}, {"other", 1}}) {
     auto p = program(contract, version);
     const std::string expected = cat("I/O contract '", contract, "' version ", version, " is not supported ", list);
     EXPECT_THAT(registry.validate(*p), ElementsAre(expected));
@@ -119,9 +119,10 @@ TEST_F(Registry, AnUnknownPairListsEverySupportedOne) {
 }
 
 TEST_F(Registry, TheSharedInstanceHoldsTheBuiltInContractsOnly) {
-  EXPECT_THAT(IOManagerRegistry::instance().supported(), ElementsAre("hf_static v1"));
+  EXPECT_THAT(IOManagerRegistry::instance().supported(), ElementsAre("hf_static v1", "hf_static v2"));
   auto p = program("test_only", 7);
-  EXPECT_THAT(IOManagerRegistry::instance().validate(*p), ElementsAre(HasSubstr("(supported: hf_static v1)")));
+  EXPECT_THAT(IOManagerRegistry::instance().validate(*p),
+              ElementsAre(HasSubstr("(supported: hf_static v1, hf_static v2)")));
 }
 
 }  // namespace
