@@ -4,8 +4,9 @@
 Reads a checkpoint folder laid out the way ``save_pretrained`` writes it
 (``config.json`` plus ``model.safetensors`` or sharded safetensors with
 ``model.safetensors.index.json``) and evaluates the Hugging Face forward pass
-for the ``llama``, ``mistral``, ``qwen2`` and ``qwen3`` architectures in
-float64, over the full sequence with a causal mask (no KV cache).
+for the ``llama``, ``mistral``, ``qwen2``, ``qwen3`` and ``gemma3_text``
+architectures in float64, over the full sequence with a causal mask (sliding
+layers: a causal mask limited to the window; no KV cache).
 
 Usage:
     hf_reference.py CHECKPOINT_DIR --tokens 1,2,3 [--steps N]
@@ -24,7 +25,7 @@ import sys
 
 import numpy as np
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma3_text")
 
 
 class UnsupportedError(Exception):
@@ -193,6 +194,43 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
+def gelu_tanh(x):
+    """GELU with the tanh approximation (HF's gelu_pytorch_tanh)."""
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def round_to_float(x, dtype):
+    """A scalar rounded to a weight dtype, as torch's .to(dtype) does (round to nearest even)."""
+    f = np.float32(x)
+    if dtype == "float16":
+        return float(np.float16(f))
+    if dtype == "bfloat16":
+        bits = int(np.array([f], dtype=np.float32).view(np.uint32)[0])
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return float(np.array([bits], dtype=np.uint32).view(np.float32)[0])
+    return float(f)
+
+
+def sliding_layers(config, n_layers):
+    """Per layer: whether it uses the sliding window, by Hugging Face's rule for the family."""
+    mt = config.get("model_type")
+    sw = config.get("sliding_window")
+    if mt in ("qwen2", "qwen3") and not config.get("use_sliding_window", False):
+        sw = None
+    if sw is None:
+        return [False] * n_layers
+    types = config.get("layer_types")
+    if mt in ("qwen2", "qwen3", "gemma3_text") and types is not None:
+        return [t == "sliding_attention" for t in types]
+    if mt == "mistral":
+        return [True] * n_layers
+    if mt == "gemma3_text":
+        pattern = config.get("sliding_window_pattern", config.get("_sliding_window_pattern", 6))
+        return [(i + 1) % int(pattern) != 0 for i in range(n_layers)]
+    first = int(config.get("max_window_layers", 28))
+    return [i >= first for i in range(n_layers)]
+
+
 def round_to_dtype(x, cache_dtype):
     if cache_dtype == "float32":
         return x
@@ -210,9 +248,14 @@ class Model:
             raise UnsupportedError("unsupported model_type %r (supported: %s)"
                                  % (mt, ", ".join(SUPPORTED_MODEL_TYPES)))
         self.model_type = mt
-        act = config.get("hidden_act", "silu")
-        if act != "silu":
-            raise UnsupportedError("unsupported hidden_act %r" % (act,))
+        self.gemma = mt == "gemma3_text"
+        act = config.get("hidden_activation", "gelu_pytorch_tanh") if self.gemma else config.get("hidden_act", "silu")
+        if act not in ("silu", "gelu_pytorch_tanh"):
+            raise UnsupportedError("unsupported hidden activation %r" % (act,))
+        self.act = silu if act == "silu" else gelu_tanh
+        for key in ("final_logit_softcapping", "attn_logit_softcapping"):
+            if config.get(key) is not None:
+                raise UnsupportedError("%s is not supported" % key)
 
         def need(key):
             if config.get(key) is None:
@@ -236,13 +279,18 @@ class Model:
         self.rope_theta = float(theta) if theta is not None else 10000.0
         self.inv_freq = rope_inv_freq(self.head_dim, self.rope_theta, config.get("rope_scaling"))
 
-        # Sliding window: this reference only does full causal attention.
-        self.sliding_window = None
-        sw = config.get("sliding_window")
-        if mt == "mistral":
-            self.sliding_window = sw
-        elif mt in ("qwen2", "qwen3") and config.get("use_sliding_window", False):
-            self.sliding_window = sw
+        self.sliding = sliding_layers(config, self.n_layers)
+        self.sliding_window = int(config["sliding_window"]) if any(self.sliding) else None
+        self.local_inv_freq = self.inv_freq
+        self.norm_offset = 0.0
+        self.scale = 1.0 / math.sqrt(self.head_dim)
+        self.embed_scale = 1.0
+        if self.gemma:
+            # Norms scale by 1 + w; local layers rotate with their own base and no scaling.
+            self.norm_offset = 1.0
+            self.local_inv_freq = rope_inv_freq(self.head_dim, float(config.get("rope_local_base_freq", 10000.0)))
+            self.scale = float(config.get("query_pre_attn_scalar", 256)) ** -0.5
+            self.embed_scale = round_to_float(math.sqrt(self.hidden), config.get("torch_dtype", "float32"))
 
         attn_bias = bool(config.get("attention_bias", False))
         if mt == "qwen2":
@@ -250,7 +298,7 @@ class Model:
         else:
             self.qkv_bias, self.o_bias = attn_bias, attn_bias
         self.mlp_bias = bool(config.get("mlp_bias", False)) if mt == "llama" else False
-        self.qk_norm = mt == "qwen3"
+        self.qk_norm = mt in ("qwen3", "gemma3_text")
 
         def take(name, shape):
             if name not in weights:
@@ -285,6 +333,9 @@ class Model:
                 "up": take(p + "mlp.up_proj.weight", (I, E)),
                 "down": take(p + "mlp.down_proj.weight", (E, I)),
             }
+            if self.gemma:
+                L["pre_ff_norm"] = take(p + "pre_feedforward_layernorm.weight", (E,))
+                L["post_ff_norm"] = take(p + "post_feedforward_layernorm.weight", (E,))
             if self.qkv_bias:
                 L["q_b"] = take(p + "self_attn.q_proj.bias", (H * D,))
                 L["k_b"] = take(p + "self_attn.k_proj.bias", (KV * D,))
@@ -300,7 +351,7 @@ class Model:
                 L["k_norm"] = take(p + "self_attn.k_norm.weight", (D,))
             self.layers.append(L)
         self.final_norm = take("model.norm.weight", (E,))
-        self.tied = bool(config.get("tie_word_embeddings", False))
+        self.tied = bool(config.get("tie_word_embeddings", self.gemma))
         if self.tied:
             self.lm_head = self.embed
         elif "lm_head.weight" in weights:
@@ -310,13 +361,10 @@ class Model:
 
     # -- forward -------------------------------------------------------------
 
-    def _check_length(self, T):
-        if self.sliding_window is not None and int(self.sliding_window) < T:
-            raise UnsupportedError("sequence length %d exceeds sliding_window %d; sliding-window "
-                                 "attention is not implemented by this reference"
-                                 % (T, int(self.sliding_window)))
+    def _norm(self, x, weight):
+        return rms_norm(x, weight + self.norm_offset, self.eps)
 
-    def _attention(self, L, h, cos, sin, cache_dtype):
+    def _attention(self, L, h, cos, sin, cache_dtype, window):
         T = h.shape[0]
         H, KV, D = self.n_heads, self.n_kv, self.head_dim
         q = h @ L["q"].T
@@ -330,8 +378,8 @@ class Model:
         k = k.reshape(T, KV, D).transpose(1, 0, 2)   # [KV, T, D]
         v = v.reshape(T, KV, D).transpose(1, 0, 2)
         if self.qk_norm:
-            q = rms_norm(q, L["q_norm"], self.eps)
-            k = rms_norm(k, L["k_norm"], self.eps)
+            q = self._norm(q, L["q_norm"])
+            k = self._norm(k, L["k_norm"])
         q = apply_rope(q, cos, sin)
         k = apply_rope(k, cos, sin)
         k = round_to_dtype(k, cache_dtype)
@@ -340,9 +388,13 @@ class Model:
         if rep > 1:
             k = np.repeat(k, rep, axis=0)  # query head j uses kv head j // rep
             v = np.repeat(v, rep, axis=0)
-        scores = (q @ k.transpose(0, 2, 1)) / math.sqrt(D)   # [H, T, T]
-        future = np.triu(np.ones((T, T), dtype=bool), k=1)
-        scores = np.where(future[None, :, :], -np.inf, scores)
+        scores = (q @ k.transpose(0, 2, 1)) * self.scale   # [H, T, T]
+        # Row i sees columns j <= i; in a sliding layer only those with j > i - window.
+        rows, cols = np.arange(T)[:, None], np.arange(T)[None, :]
+        hidden = cols > rows
+        if window is not None:
+            hidden = np.logical_or(hidden, cols <= rows - window)
+        scores = np.where(hidden[None, :, :], -np.inf, scores)
         scores = scores - scores.max(axis=-1, keepdims=True)
         probs = np.exp(scores)
         probs = probs / probs.sum(axis=-1, keepdims=True)
@@ -358,7 +410,7 @@ class Model:
         if self.mlp_bias:
             g = g + L["gate_b"]
             u = u + L["up_b"]
-        out = (silu(g) * u) @ L["down"].T
+        out = (self.act(g) * u) @ L["down"].T
         if self.mlp_bias:
             out = out + L["down_b"]
         return out
@@ -372,15 +424,21 @@ class Model:
         for t in tokens:
             if t < 0 or t >= self.vocab:
                 raise UnsupportedError("token id %d out of range [0, %d)" % (t, self.vocab))
-        self._check_length(T)
-        cos, sin = rope_cos_sin(np.arange(T), self.inv_freq)
-        x = self.embed[np.asarray(tokens, dtype=np.int64)].copy()
-        for L in self.layers:
-            h = rms_norm(x, L["in_norm"], self.eps)
-            x = x + self._attention(L, h, cos, sin, cache_dtype)
-            h = rms_norm(x, L["post_norm"], self.eps)
-            x = x + self._mlp(L, h)
-        return rms_norm(x, self.final_norm, self.eps)
+        global_rope = rope_cos_sin(np.arange(T), self.inv_freq)
+        local_rope = rope_cos_sin(np.arange(T), self.local_inv_freq)
+        x = self.embed[np.asarray(tokens, dtype=np.int64)] * self.embed_scale
+        for L, sliding in zip(self.layers, self.sliding):
+            cos, sin = local_rope if sliding else global_rope
+            window = self.sliding_window if sliding else None
+            h = self._norm(x, L["in_norm"])
+            a = self._attention(L, h, cos, sin, cache_dtype, window)
+            if self.gemma:
+                x = x + self._norm(a, L["post_norm"])
+                x = x + self._norm(self._mlp(L, self._norm(x, L["pre_ff_norm"])), L["post_ff_norm"])
+            else:
+                x = x + a
+                x = x + self._mlp(L, self._norm(x, L["post_norm"]))
+        return self._norm(x, self.final_norm)
 
     def logits(self, tokens, cache_dtype="float32", last_only=False):
         h = self.hidden_states(tokens, cache_dtype)
@@ -437,7 +495,8 @@ def parse_token_list(text):
 
 
 def run(argv=None):
-    ap = argparse.ArgumentParser(description="NumPy reference forward pass for HF llama/mistral/qwen2/qwen3 checkpoints")
+    ap = argparse.ArgumentParser(
+        description="NumPy reference forward pass for HF llama/mistral/qwen2/qwen3/gemma3_text checkpoints")
     ap.add_argument("checkpoint", help="checkpoint folder (config.json + safetensors)")
     ap.add_argument("--tokens", required=True, help="comma-separated prompt token ids")
     ap.add_argument("--steps", type=int, default=0, help="greedy decoding steps (default 0)")
@@ -455,8 +514,6 @@ def run(argv=None):
     config, weights = load_checkpoint(args.checkpoint)
     model = Model(config, weights)
     del weights
-    # Fail early if greedy decoding would outgrow a sliding window.
-    model._check_length(len(prompt) + max(args.steps - 1, 0))
 
     prompt_logits = model.logits(prompt, args.cache_dtype)
     chosen, rows = greedy(model, prompt, args.steps, args.cache_dtype)

@@ -74,10 +74,12 @@ def make_config(model_type="llama", hidden_size=64, intermediate_size=128, num_h
                 num_attention_heads=4, num_key_value_heads=2, head_dim=None, vocab_size=256,
                 rms_norm_eps=1e-6, rope_theta=10000.0, rope_scaling=None,
                 tie_word_embeddings=False, attention_bias=False, dtype="F32",
-                max_position_embeddings=2048, sliding_window=None):
+                max_position_embeddings=2048, sliding_window=None, use_sliding_window=False,
+                max_window_layers=None, sliding_window_pattern=6, query_pre_attn_scalar=None):
     cfg = {
         "architectures": [{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
-                           "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}.get(model_type, "Unknown")],
+                           "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
+                           "gemma3_text": "Gemma3ForCausalLM"}.get(model_type, "Unknown")],
         "model_type": model_type,
         "hidden_size": hidden_size,
         "intermediate_size": intermediate_size,
@@ -94,13 +96,21 @@ def make_config(model_type="llama", hidden_size=64, intermediate_size=128, num_h
         "bos_token_id": 1,
         "eos_token_id": 2,
     }
-    if head_dim is not None or model_type == "qwen3":
+    if head_dim is not None or model_type in ("qwen3", "gemma3_text"):
         cfg["head_dim"] = head_dim if head_dim is not None else hidden_size // num_attention_heads
     if model_type in ("llama", "qwen3"):
         cfg["attention_bias"] = attention_bias
     if model_type in ("qwen2", "qwen3"):
-        cfg["use_sliding_window"] = False
-        cfg["sliding_window"] = None
+        cfg["use_sliding_window"] = use_sliding_window
+        cfg["sliding_window"] = sliding_window
+        if max_window_layers is not None:
+            cfg["max_window_layers"] = max_window_layers
+    if model_type == "gemma3_text":
+        del cfg["hidden_act"]
+        cfg.update({"hidden_activation": "gelu_pytorch_tanh", "sliding_window": sliding_window or 4096,
+                    "sliding_window_pattern": sliding_window_pattern, "rope_local_base_freq": 10000.0,
+                    "query_pre_attn_scalar": query_pre_attn_scalar or cfg["head_dim"],
+                    "final_logit_softcapping": None, "attn_logit_softcapping": None, "attention_bias": False})
     if model_type == "mistral":
         cfg["sliding_window"] = sliding_window
     if rope_scaling is not None:
@@ -124,8 +134,10 @@ def make_weights(cfg, seed=0):
     def lin(out_f, in_f):
         return rng.standard_normal((out_f, in_f)) / np.sqrt(in_f)
 
-    def norm(n):
-        return 1.0 + 0.1 * rng.standard_normal(n)
+    gemma = mt == "gemma3_text"
+
+    def norm(n):  # gemma's norms scale by 1 + w
+        return (0.0 if gemma else 1.0) + 0.1 * rng.standard_normal(n)
 
     w = {"model.embed_tokens.weight": rng.standard_normal((V, E))}
     for i in range(cfg["num_hidden_layers"]):
@@ -138,13 +150,16 @@ def make_weights(cfg, seed=0):
             w[p + "self_attn.q_proj.bias"] = 0.1 * rng.standard_normal(H * D)
             w[p + "self_attn.k_proj.bias"] = 0.1 * rng.standard_normal(KV * D)
             w[p + "self_attn.v_proj.bias"] = 0.1 * rng.standard_normal(KV * D)
-        if mt == "qwen3":
+        if mt in ("qwen3", "gemma3_text"):
             w[p + "self_attn.q_norm.weight"] = norm(D)
             w[p + "self_attn.k_norm.weight"] = norm(D)
         w[p + "self_attn.o_proj.weight"] = lin(E, H * D)
         if o_bias:
             w[p + "self_attn.o_proj.bias"] = 0.1 * rng.standard_normal(E)
         w[p + "post_attention_layernorm.weight"] = norm(E)
+        if gemma:
+            w[p + "pre_feedforward_layernorm.weight"] = norm(E)
+            w[p + "post_feedforward_layernorm.weight"] = norm(E)
         w[p + "mlp.gate_proj.weight"] = lin(I, E)
         w[p + "mlp.up_proj.weight"] = lin(I, E)
         w[p + "mlp.down_proj.weight"] = lin(E, I)

@@ -42,8 +42,24 @@ def _rotate(v, pos, freqs):
     return np.concatenate([a * c - b * s, b * c + a * s])
 
 
+def _layer_window(cfg, layer):
+    """The window of a layer (None: it sees every earlier position), written out per family."""
+    mt = cfg["model_type"]
+    window = cfg.get("sliding_window")
+    if window is None:
+        return None
+    if mt == "mistral":
+        return window
+    if mt == "gemma3_text":
+        return window if (layer + 1) % cfg["sliding_window_pattern"] else None
+    if cfg.get("use_sliding_window") and layer >= cfg.get("max_window_layers", 28):
+        return window
+    return None
+
+
 def incremental_logits(cfg, w, tokens, inv_freq=None, fp16_cache=False):
     mt = cfg["model_type"]
+    gemma = mt == "gemma3_text"
     E = cfg["hidden_size"]
     H = cfg["num_attention_heads"]
     KV = cfg.get("num_key_value_heads") or H
@@ -53,22 +69,38 @@ def incremental_logits(cfg, w, tokens, inv_freq=None, fp16_cache=False):
     if inv_freq is None:
         theta = cfg.get("rope_theta", 10000.0)
         inv_freq = [theta ** (-(2.0 * i) / D) for i in range(D // 2)]
+    local_freq = inv_freq
+    if gemma:
+        local_freq = [cfg["rope_local_base_freq"] ** (-(2.0 * i) / D) for i in range(D // 2)]
     group = H // KV
     qkv_bias = mt == "qwen2" or cfg.get("attention_bias", False)
     o_bias = mt != "qwen2" and cfg.get("attention_bias", False)
-    head = w["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings") else w["lm_head.weight"]
+    qk_norm = mt in ("qwen3", "gemma3_text")
+    scale = cfg["query_pre_attn_scalar"] ** -0.5 if gemma else 1.0 / math.sqrt(D)
+    tied = cfg.get("tie_word_embeddings", gemma)
+    head = w["model.embed_tokens.weight"] if tied else w["lm_head.weight"]
     k_cache = [[[] for _ in range(KV)] for _ in range(n_layers)]
     v_cache = [[[] for _ in range(KV)] for _ in range(n_layers)]
 
     def store(x):
         return x.astype(np.float16).astype(np.float64) if fp16_cache else x
 
+    def norm(v, name):
+        return _norm(v, w[name] + (1.0 if gemma else 0.0), eps)
+
+    def act(g):  # silu, or GELU-tanh written as x * sigmoid(2 z)
+        if gemma:
+            return g / (1.0 + np.exp(-2.0 * math.sqrt(2.0 / math.pi) * (g + 0.044715 * g ** 3)))
+        return g / (1.0 + np.exp(-g))
+
     rows = []
     for pos, tok in enumerate(tokens):
-        x = w["model.embed_tokens.weight"][tok].copy()
+        x = w["model.embed_tokens.weight"][tok] * (float(np.float32(math.sqrt(E))) if gemma else 1.0)
         for li in range(n_layers):
             p = "model.layers.%d." % li
-            h = _norm(x, w[p + "input_layernorm.weight"], eps)
+            window = _layer_window(cfg, li)
+            freqs = local_freq if window is not None else inv_freq
+            h = norm(x, p + "input_layernorm.weight")
             q = w[p + "self_attn.q_proj.weight"].dot(h)
             k = w[p + "self_attn.k_proj.weight"].dot(h)
             v = w[p + "self_attn.v_proj.weight"].dot(h)
@@ -78,19 +110,20 @@ def incremental_logits(cfg, w, tokens, inv_freq=None, fp16_cache=False):
                 v = v + w[p + "self_attn.v_proj.bias"]
             for j in range(KV):
                 kj = k[j * D:(j + 1) * D]
-                if mt == "qwen3":
-                    kj = _norm(kj, w[p + "self_attn.k_norm.weight"], eps)
-                k_cache[li][j].append(store(_rotate(kj, pos, inv_freq)))
+                if qk_norm:
+                    kj = norm(kj, p + "self_attn.k_norm.weight")
+                k_cache[li][j].append(store(_rotate(kj, pos, freqs)))
                 v_cache[li][j].append(store(v[j * D:(j + 1) * D]))
             attn = np.zeros(H * D)
             for a in range(H):
                 qa = q[a * D:(a + 1) * D]
-                if mt == "qwen3":
-                    qa = _norm(qa, w[p + "self_attn.q_norm.weight"], eps)
-                qa = _rotate(qa, pos, inv_freq)
-                keys = k_cache[li][a // group]
-                vals = v_cache[li][a // group]
-                s = np.array([float(np.dot(qa, kk)) for kk in keys]) / math.sqrt(D)
+                if qk_norm:
+                    qa = norm(qa, p + "self_attn.q_norm.weight")
+                qa = _rotate(qa, pos, freqs)
+                first = 0 if window is None else max(0, pos + 1 - window)
+                keys = k_cache[li][a // group][first:]
+                vals = v_cache[li][a // group][first:]
+                s = np.array([float(np.dot(qa, kk)) for kk in keys]) * scale
                 e = np.exp(s - s.max())
                 e /= e.sum()
                 acc = np.zeros(D)
@@ -100,12 +133,17 @@ def incremental_logits(cfg, w, tokens, inv_freq=None, fp16_cache=False):
             o = w[p + "self_attn.o_proj.weight"].dot(attn)
             if o_bias:
                 o = o + w[p + "self_attn.o_proj.bias"]
-            x = x + o
-            h = _norm(x, w[p + "post_attention_layernorm.weight"], eps)
+            if gemma:
+                x = x + norm(o, p + "post_attention_layernorm.weight")
+                h = norm(x, p + "pre_feedforward_layernorm.weight")
+            else:
+                x = x + o
+                h = norm(x, p + "post_attention_layernorm.weight")
             g = w[p + "mlp.gate_proj.weight"].dot(h)
             u = w[p + "mlp.up_proj.weight"].dot(h)
-            x = x + w[p + "mlp.down_proj.weight"].dot(g / (1.0 + np.exp(-g)) * u)
-        rows.append(head.dot(_norm(x, w["model.norm.weight"], eps)))
+            d = w[p + "mlp.down_proj.weight"].dot(act(g) * u)
+            x = x + (norm(d, p + "post_feedforward_layernorm.weight") if gemma else d)
+        rows.append(head.dot(norm(x, "model.norm.weight")))
     return np.array(rows)
 
 
@@ -236,6 +274,11 @@ class ForwardTest(Base):
         dict(model_type="qwen2", num_key_value_heads=1),
         dict(model_type="qwen3", head_dim=24),
         dict(model_type="qwen3", attention_bias=True, num_key_value_heads=4, tie_word_embeddings=True),
+        # Sliding windows shorter than the sequence, on every layer or from max_window_layers on.
+        dict(model_type="mistral", sliding_window=3),
+        dict(model_type="qwen2", use_sliding_window=True, sliding_window=4, max_window_layers=1),
+        dict(model_type="gemma3_text", num_hidden_layers=3, head_dim=32, sliding_window=4,
+             sliding_window_pattern=3, query_pre_attn_scalar=24, tie_word_embeddings=True),
     ]
 
     def test_incremental_matches_full_sequence(self):
@@ -424,8 +467,6 @@ class CliTest(Base):
         cases.append((d, "model_type", "1,2,3"))
         d, _, _ = self.ckpt(model_type="llama", rope_scaling={"rope_type": "yarn", "factor": 4.0})
         cases.append((d, "rope_scaling", "1,2,3"))
-        d, _, _ = self.ckpt(model_type="mistral", sliding_window=4)
-        cases.append((d, "sliding_window", "1,2,3,4,5"))
         d, _, _ = self.ckpt(model_type="llama", vocab_size=256)
         cases.append((d, "out of range", "1,2,256"))
         for d, word, toks in cases:
@@ -434,12 +475,34 @@ class CliTest(Base):
                 self.assertEqual(proc.returncode, 1)
                 self.assertIn(word, proc.stderr)
                 self.assertFalse(os.path.exists(out))
-        # A window at least as long as the sequence is fine.
-        d, _, _ = self.ckpt(model_type="mistral", sliding_window=5)
-        proc, _ = self.run_cli(d, "--tokens", "1,2,3,4,5")
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        proc, _ = self.run_cli(d, "--tokens", "1,2,3,4,5", "--steps", "2")
-        self.assertEqual(proc.returncode, 1)
+
+    def test_sliding_window_limits_what_a_row_sees(self):
+        # In a 2-layer window-3 model, row 5 sees rows 3..5 of layer 0, which saw positions 1..5:
+        # changing token 0 leaves it unchanged, changing token 1 does not. Without the window both
+        # change it.
+        toks = [3, 17, 250, 42, 42, 0, 99]
+        for window, same in ((3, True), (None, False)):
+            with self.subTest(window=window):
+                m = self.model(self.ckpt(model_type="mistral", sliding_window=window, seed=4)[0])
+                a = m.logits(toks)
+                b = m.logits([9] + toks[1:])
+                c = m.logits(toks[:1] + [7] + toks[2:])
+                self.assertEqual(np.abs(a[5] - b[5]).max() < 1e-12, same)
+                self.assertGreater(np.abs(a[5] - c[5]).max(), 1e-6)
+
+    def test_gemma_pieces_by_hand(self):
+        # GELU-tanh at 1: 0.5 (1 + tanh(sqrt(2/pi) 1.044715)) = 0.841192 (to 6 places).
+        self.assertAlmostEqual(float(ref.gelu_tanh(np.array(1.0))), 0.841192, places=6)
+        # sqrt(640) = 25.298221...; in bfloat16 (8 bits of mantissa) 25.25; in float32 25.298222.
+        self.assertEqual(ref.round_to_float(math.sqrt(640), "bfloat16"), 25.25)
+        self.assertAlmostEqual(ref.round_to_float(math.sqrt(640), "float32"), 25.298222, places=5)
+        # Layers 0 and 1 of a pattern-3 model slide, layer 2 does not.
+        cfg = {"model_type": "gemma3_text", "sliding_window": 4, "sliding_window_pattern": 3}
+        self.assertEqual(ref.sliding_layers(cfg, 3), [True, True, False])
+        cfg = {"model_type": "qwen2", "sliding_window": 4, "use_sliding_window": True, "max_window_layers": 1}
+        self.assertEqual(ref.sliding_layers(cfg, 3), [False, True, True])
+        cfg["use_sliding_window"] = False
+        self.assertEqual(ref.sliding_layers(cfg, 3), [False, False, False])
 
 
 if __name__ == "__main__":
