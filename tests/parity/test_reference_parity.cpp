@@ -14,6 +14,7 @@ struct ParityCase {
   std::string preset;
   DType cache;
   double tolerance;
+  int64_t version = 1;  // the contract version it exports to (2: windows shorter than the context)
 };
 
 void PrintTo(const ParityCase& c, std::ostream* os) { *os << c.preset << " cache " << dtype_name(c.cache); }
@@ -36,11 +37,13 @@ TEST_P(ReferenceParity, PrefillAndDecodeLogitsAndGreedyTokensMatch) {
   g.cache_dtype = c.cache;
   g.repeat_state = true;
   auto program = Program::load(test::export_to(ckpt, dir.file("p.hfs"), g));
+  ASSERT_EQ(program->metadata()["version"], c.version);
   auto io = IOManagerRegistry::instance().load(program);
   auto& hf = dynamic_cast<HfStaticIOManager&>(*io);
   hf.set_all_logits(true);  // every prompt row is scored
 
-  // 11 prompt tokens: one full prefill chunk, then a padded chunk of 3.
+  // 11 prompt tokens: one full prefill chunk, then a padded chunk of 3; with the 32 greedy steps
+  // the sequence passes the sliding windows (5 and 6 positions) of the *-sw and gemma3 presets.
   const std::vector<int64_t> prompt = {256, 72, 101, 108, 108, 111, 44, 32, 119, 111, 114};
   const int steps = 32;
   nlohmann::json ref = test::reference(ckpt, prompt, steps, dtype_name(c.cache));
@@ -79,7 +82,11 @@ INSTANTIATE_TEST_SUITE_P(
                     ParityCase{"tiny-llama3", DType::F32, 1e-4}, ParityCase{"tiny-llama3", DType::F16, 2e-2},
                     ParityCase{"tiny-mistral", DType::F32, 1e-4}, ParityCase{"tiny-mistral", DType::F16, 2e-2},
                     ParityCase{"tiny-qwen2", DType::F32, 1e-4}, ParityCase{"tiny-qwen2", DType::F16, 2e-2},
-                    ParityCase{"tiny-qwen3", DType::F32, 1e-4}, ParityCase{"tiny-qwen3", DType::F16, 2e-2}),
+                    ParityCase{"tiny-qwen3", DType::F32, 1e-4}, ParityCase{"tiny-qwen3", DType::F16, 2e-2},
+                    ParityCase{"tiny-mistral-sw", DType::F32, 1e-4, 2},
+                    ParityCase{"tiny-mistral-sw", DType::F16, 2e-2, 2},
+                    ParityCase{"tiny-qwen2-sw", DType::F32, 1e-4, 2}, ParityCase{"tiny-qwen2-sw", DType::F16, 2e-2, 2},
+                    ParityCase{"tiny-gemma3", DType::F32, 1e-4, 2}, ParityCase{"tiny-gemma3", DType::F16, 2e-2, 2}),
     case_name);
 
 }  // namespace
