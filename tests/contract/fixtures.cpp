@@ -378,6 +378,86 @@ void add_feature_and_signature_fixtures(InvalidCorpus& c) {
       {"method 'decode' output 0 (state update): must report a state input in place (alias), got alias value 'mask'"});
 }
 
+std::vector<ValidFixture> make_valid_v2() {
+  std::vector<ValidFixture> v;
+  auto add = [&](std::string name, std::string preset, GraphOptions g, std::vector<int64_t> prompt) {
+    v.push_back({std::move(name), std::move(preset), g, std::move(prompt), 6, {}, 2});
+  };
+  // Every prompt passes the window (5 for the *-sw presets, 6 for gemma3).
+  add("v2_mistral_all_local_f32_repeat", "tiny-mistral-sw", options(4, 24, DType::F32, true), kPrompt17);
+  add("v2_mistral_all_local_f16", "tiny-mistral-sw", options(8, 32, DType::F16, false, "rotate"), kPrompt14);
+  // Layer 0 global, layer 1 local.
+  add("v2_qwen2_mixed_f16_repeat_reverse", "tiny-qwen2-sw", options(4, 24, DType::F16, true, "reverse"), kPrompt17);
+  add("v2_qwen2_mixed_prefill_1", "tiny-qwen2-sw", options(1, 16, DType::F32, true), kPrompt11);
+  // 17 tokens, prefill_len 8, max_context 20: 0..15 by prefill, 16 + 8 > 20 so 16 by decode.
+  add("v2_gemma3_tail_decode", "tiny-gemma3", options(8, 20, DType::F32, false), kPrompt17);
+  add("v2_gemma3_f16_repeat_by_kind", "tiny-gemma3", options(6, 32, DType::F16, true, "by-kind"), kPrompt14);
+  return v;
+}
+
+// The v2 corpus is built on "tiny-qwen2-sw" (layer 0 global, layer 1 local, window 5) with
+// prefill_len 4, max_context 16: inputs tokens, positions, mask, local_mask, then the state.
+std::vector<InvalidFixture> make_invalid_v2() {
+  InvalidCorpus c;
+  auto add = [&](std::string name, Mutation m, std::vector<std::string> expected) {
+    InvalidFixture* f = c.add(std::move(name), std::move(m), std::move(expected));
+    f->preset = "tiny-qwen2-sw";
+    f->version = 2;
+    return f;
+  };
+  const std::string window_range = " is outside [1, max_context - 1 = 15]";
+  add("v2_window_0", set_meta("sliding_window", 0), {"metadata key 'sliding_window': 0" + window_range});
+  add("v2_window_context", set_meta("sliding_window", 16), {"metadata key 'sliding_window': 16" + window_range});
+  add("v2_window_above_context", set_meta("sliding_window", 17), {"metadata key 'sliding_window': 17" + window_range});
+  add("v2_window_missing", erase_meta("sliding_window"), {"metadata key 'sliding_window': missing"});
+  add("v2_window_mistyped", set_meta("sliding_window", "5"),
+      {"metadata key 'sliding_window': expected an integer, got \"5\""});
+  add("v2_layer_types_missing", erase_meta("layer_types"), {"metadata key 'layer_types': missing"});
+  add("v2_layer_types_short", set_meta("layer_types", json::array({"local"})),
+      {"metadata key 'layer_types': expected an array of n_layers = 2 entries \"global\" or \"local\", got "
+       "[\"local\"]"});
+  add("v2_layer_types_unknown_kind", set_meta("layer_types", json::array({"global", "sliding"})),
+      {"metadata key 'layer_types': entry 1 is \"sliding\", not \"global\" or \"local\""});
+  add("v2_layer_types_all_global", set_meta("layer_types", json::array({"global", "global"})),
+      {"metadata key 'layer_types': no layer is \"local\"; a program without local layers is hf_static v1"});
+  // Layer kinds that disagree with the graph: same bytes everywhere, only the masks differ.
+  add("v2_layer_kinds_swapped", set_meta("layer_types", json::array({"local", "global"})),
+      {"method 'prefill' layer 0 (local): attention reads 'mask' as its mask, expected input 3 'local_mask'",
+       "method 'decode' layer 1 (global): attention reads 'local_mask' as its mask, expected input 2 'mask'"});
+  add("v2_local_layer_reads_the_global_mask",
+      [](ProgramSpec& s) {
+        for (NodeSpec& n : method(s, "decode").nodes)
+          if (n.op == "attention" && n.inputs[1] == "k_cache_1") n.inputs[3] = "mask";
+      },
+      {"method 'decode' layer 1 (local): attention reads 'mask' as its mask, expected input 3 'local_mask'"});
+  const DType F32 = DType::F32, F16 = DType::F16;
+  add("v2_local_mask_float16_equal_bytes", retype("prefill", "local_mask", F16, {1, 1, 4, 32}),
+      {"method 'prefill' input 3 (local_mask): expected float32 [1, 1, 4, 16], got float16 [1, 1, 4, 32]"});
+  add("v2_local_mask_transposed", retype("decode", "local_mask", F32, {1, 1, 16, 1}),
+      {"method 'decode' input 3 (local_mask): expected float32 [1, 1, 1, 16], got float32 [1, 1, 16, 1]"});
+  add("v2_local_mask_context", retype("prefill", "local_mask", F32, {1, 1, 4, 15}),
+      {"method 'prefill' input 3 (local_mask): expected float32 [1, 1, 4, 16], got float32 [1, 1, 4, 15]"});
+  add("v2_local_mask_absent",
+      [](ProgramSpec& s) {
+        auto& in = method(s, "prefill").inputs;
+        in.erase(in.begin() + 3);
+      },
+      {"method 'prefill': expected 10 inputs (tokens, positions, mask, local_mask, then k_cache, v_cache, counter "
+       "for 2 layers), got 9"});
+  // A program with local layers labelled version 1: the v1 check refuses the v2 keys.
+  InvalidFixture* v1 = add("v2_program_labelled_v1", set_meta("version", 1),
+                           {"metadata key 'layer_types': sliding-window layers are excluded by hf_static v1 (they "
+                            "need version 2)",
+                            "metadata key 'sliding_window': sliding-window layers are excluded by hf_static v1 (they "
+                            "need version 2)"});
+  v1->version = 1;
+  // A version 1 program labelled version 2: the v2 keys are missing.
+  InvalidFixture* v2 = add("v1_program_labelled_v2", set_meta("version", 2),
+                           {"metadata key 'layer_types': missing", "metadata key 'sliding_window': missing"});
+  v2->preset = "tiny";
+  return std::move(c.v);
+}
+
 // The invalid corpus is built on "tiny" (L 2, H 2, D 16, V 272) with prefill_len 4, max_context 16.
 std::vector<InvalidFixture> make_invalid() {
   InvalidCorpus c;
@@ -457,15 +537,27 @@ const std::vector<InvalidFixture>& invalid_fixtures() {
   return v;
 }
 
+const std::vector<ValidFixture>& valid_v2_fixtures() {
+  static const std::vector<ValidFixture> v = make_valid_v2();
+  return v;
+}
+
+const std::vector<InvalidFixture>& invalid_v2_fixtures() {
+  static const std::vector<InvalidFixture> v = make_invalid_v2();
+  return v;
+}
+
 const ValidFixture& valid_fixture(const std::string& name) {
-  for (const auto& f : valid_fixtures())
-    if (f.name == name) return f;
+  for (const auto* corpus : {&valid_fixtures(), &valid_v2_fixtures()})
+    for (const auto& f : *corpus)
+      if (f.name == name) return f;
   fail("no valid fixture '", name, "'");
 }
 
 const InvalidFixture& invalid_fixture(const std::string& name) {
-  for (const auto& f : invalid_fixtures())
-    if (f.name == name) return f;
+  for (const auto* corpus : {&invalid_fixtures(), &invalid_v2_fixtures()})
+    for (const auto& f : *corpus)
+      if (f.name == name) return f;
   fail("no invalid fixture '", name, "'");
 }
 

@@ -24,6 +24,7 @@ struct ValidFixture {
   int steps = 6;                // greedy tokens wanted (capped by the context, see greedy_count)
   // Metadata edits that keep the program valid (e.g. the v1 feature keys at their allowed value).
   std::function<void(ProgramSpec&)> edit;
+  int64_t version = 1;  // the contract version the program conforms to
 
   // Greedy tokens a generation can produce: one from the prompt's logits, then one per decode
   // call while the position is below max_context.
@@ -50,10 +51,16 @@ struct InvalidFixture {
   // With equal_bytes: the graph is still consistent, so a loader checking byte sizes only loads
   // it without any error.
   bool loads_without_contract_check = false;
+  int64_t version = 1;  // the contract the metadata names, which the program is checked against
 };
 
 const std::vector<ValidFixture>& valid_fixtures();
 const std::vector<InvalidFixture>& invalid_fixtures();
+// The version 2 corpus: programs with sliding-window layers (the *-sw and gemma3 presets), and
+// programs that break version 2 (or name the wrong version for their layers).
+const std::vector<ValidFixture>& valid_v2_fixtures();
+const std::vector<InvalidFixture>& invalid_v2_fixtures();
+// A fixture of either corpus by name.
 const ValidFixture& valid_fixture(const std::string& name);
 const InvalidFixture& invalid_fixture(const std::string& name);
 

@@ -2,6 +2,7 @@
 // structure but drops the duties the contract exists for, one hook at a time, so the tests can
 // show that each duty is needed (the naive one fails where the real one passes).
 #pragma once
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -22,16 +23,21 @@ struct NaiveDefects {
   bool unbound_state_outputs = true;
   // prefill_fits() is always true: no tail routing, prefill calls may run past max_context.
   bool no_tail_routing = true;
+  // write_local_mask() copies the mask into the local mask (version 2): local layers see every
+  // earlier position, as a runner that knows one mask only would let them.
+  bool no_local_mask = false;
 
   static NaiveDefects only_byte_size_validation() { return {true, false, false, false}; }
   static NaiveDefects only_stale_counters() { return {false, true, false, false}; }
   static NaiveDefects only_unbound_state_outputs() { return {false, false, true, false}; }
   static NaiveDefects only_no_tail_routing() { return {false, false, false, true}; }
+  static NaiveDefects only_no_local_mask() { return {false, false, false, false, true}; }
 };
 
 class NaiveIOManager : public HfStaticIOManager {
  public:
-  explicit NaiveIOManager(NaiveDefects defects = {}) : defects_(defects) {}
+  explicit NaiveIOManager(NaiveDefects defects = {}, int64_t version = hf_static::kVersion)
+      : HfStaticIOManager(version), defects_(defects) {}
 
   // What this loader's validation reports for a program (empty: it would load it).
   std::vector<std::string> contract_violations(const Program& program) const { return validate(program); }
@@ -94,6 +100,10 @@ class NaiveIOManager : public HfStaticIOManager {
   }
   void bind_state_outputs(Execution& exec) override {
     if (!defects_.unbound_state_outputs) HfStaticIOManager::bind_state_outputs(exec);
+  }
+  void write_local_mask(MethodState& ms, int64_t start_pos, int64_t n) override {
+    if (!defects_.no_local_mask) return HfStaticIOManager::write_local_mask(ms, start_pos, n);
+    std::copy_n(ms.mask.as<float>(), ms.rows * model().max_context, ms.local_mask.as<float>());
   }
   bool prefill_fits(int64_t start_pos) const override {
     return defects_.no_tail_routing || HfStaticIOManager::prefill_fits(start_pos);
