@@ -128,5 +128,55 @@ TEST_F(StepBuffers, CountersFollowTheStepNotThePreviousOne) {
   expect_counters(3);
 }
 
+// hf_static v2: the local mask next to the mask, written by hand for window 5 ("0" visible,
+// "-" -inf), and the state bound from input 4 on.
+class LocalMaskBuffers : public testing::Test {
+ protected:
+  void SetUp() override {
+    GraphOptions g;
+    g.prefill_len = T;
+    g.max_context = C;
+    auto program = Program::load(test::export_to(test::cached_checkpoint("tiny-mistral-sw", 6), dir.file("p.hfs"), g));
+    ASSERT_EQ(program->metadata()["sliding_window"], 5);
+    io = IOManagerRegistry::instance().load(program);
+    hf = dynamic_cast<HfStaticIOManager*>(io.get());
+    ASSERT_NE(hf, nullptr);
+  }
+  // The rows of input `index` of the last step of `kind`, as strings of '0' and '-'.
+  std::vector<std::string> rows(StepKind kind, size_t index) const {
+    const float* m = static_cast<const float*>(hf->execution(kind).input_data(index));
+    std::vector<std::string> out;
+    for (int64_t r = 0; r < (kind == StepKind::Prefill ? T : 1); ++r) {
+      std::string row;
+      for (int64_t c = 0; c < C; ++c) row += m[r * C + c] == 0.0f ? '0' : (std::isinf(m[r * C + c]) ? '-' : '?');
+      out.push_back(row);
+    }
+    return out;
+  }
+
+  test::TempDir dir{"local-mask-buffers"};
+  std::unique_ptr<IOManager> io;
+  HfStaticIOManager* hf = nullptr;
+};
+
+TEST_F(LocalMaskBuffers, RealRowsSeeTheLastWindowPositionsPaddingNothing) {
+  using V = std::vector<std::string>;
+  ASSERT_TRUE(io->feed(0, std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}).ok());  // prefill 0..3, padded prefill 4..6
+  EXPECT_EQ(rows(StepKind::Prefill, hf_static::kMaskInput),
+            (V{"00000-----", "000000----", "0000000---", "----------"}));
+  EXPECT_EQ(rows(StepKind::Prefill, hf_static::kLocalMaskInput),
+            (V{"00000-----", "-00000----", "--00000---", "----------"}));
+  ASSERT_TRUE(io->step(StepKind::Decode, 9, std::vector<int64_t>{8}).ok());
+  EXPECT_EQ(rows(StepKind::Decode, hf_static::kMaskInput), V{"0000000000"});
+  EXPECT_EQ(rows(StepKind::Decode, hf_static::kLocalMaskInput), V{"-----00000"});
+  // Position 1 sees 0 and 1 only: the window starts at 0.
+  ASSERT_TRUE(io->step(StepKind::Decode, 1, std::vector<int64_t>{8}).ok());
+  EXPECT_EQ(rows(StepKind::Decode, hf_static::kLocalMaskInput), V{"00--------"});
+  // The state follows the local mask: k_cache of layer 0 is input 4, bound to state buffer 0.
+  EXPECT_EQ(hf->execution(StepKind::Decode).input_data(4), hf->state_buffer(0));
+  io->reset();
+  EXPECT_EQ(rows(StepKind::Prefill, hf_static::kLocalMaskInput), V(T, "----------"));
+}
+
 }  // namespace
 }  // namespace hfstatic
