@@ -133,5 +133,23 @@ TEST(CliChat, TemplateChatSingleAndMultiTurn) {
   EXPECT_EQ(lines(two.out), 2u) << two.out;
 }
 
+// The Gemma 3 preset's tokenizer and template: "<bos><start_of_turn>user\nHi there<end_of_turn>\n
+// <start_of_turn>model\n" is 1 + 1 + 5 + 8 + 1 + 1 + 1 + 6 = 24 tokens (each special one token,
+// each byte one token), and two turns run through the v2 program.
+TEST(CliChat, Gemma3PresetChats) {
+  test::TempDir dir("cli-chat-gemma3");
+  GraphOptions g;
+  g.prefill_len = 8;
+  g.max_context = 128;
+  const std::string path = test::export_to(test::cached_checkpoint("tiny-gemma3", 2), dir.file("g.hfs"), g);
+  auto one =
+      test::run_cli({"run", "-m", path, "--chat", "-p", "Hi there", "-n", "4", "--ignore-eos", "-t", "1", "--stats"});
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_THAT(one.out + one.err, HasSubstr("prompt 24 tokens"));
+  auto two = test::run_cli({"run", "-m", path, "--chat", "-n", "4", "--ignore-eos", "-t", "1"}, "hello\nagain\n");
+  EXPECT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(lines(two.out), 2u) << two.out;
+}
+
 }  // namespace
 }  // namespace hfstatic
