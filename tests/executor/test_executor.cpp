@@ -370,5 +370,38 @@ TEST_F(Executor, ArenaPlanWithMixedSizes) {
   for (size_t k = 0; k < r.size(); ++k) EXPECT_NEAR(got[k], r[k], 1e-4 * (1 + std::fabs(r[k]))) << k;
 }
 
+// gelu_tanh_mul against GELU-tanh written as x * sigmoid(2 z) (the same function as
+// 0.5 x (1 + tanh z), z = sqrt(2 / pi) (x + 0.044715 x^3)); scale against exact products.
+TEST_F(Executor, GeluTanhMulAndScale) {
+  std::vector<float> x = {-2.0f, -1.0f, 0.0f, 1.0f, 0.5f, 2.0f, 3.0f, -0.5f};
+  std::vector<float> u = {1.0f, 2.0f, 3.0f, 4.0f, -1.0f, 0.25f, 1.0f, 2.0f};
+  Graph g;
+  g.in("x", DType::F32, X).in("u", DType::F32, X).val("g", DType::F32, X).val("s", DType::F32, X);
+  g.node("gelu_tanh_mul", {"x", "u"}, {"g"}).node("scale", {"x"}, {"s"}, {{"factor", -2.5}});
+  g.out("g", "g", OutputMemory::Planned).out("s", "s", OutputMemory::Planned);
+  Execution ex(load(g));
+  ex.bind_input(0, x.data());
+  ex.bind_input(1, u.data());
+  ASSERT_TRUE(ex.run().ok());
+  const float* got_g = static_cast<const float*>(ex.output_data(0));
+  const float* got_s = static_cast<const float*>(ex.output_data(1));
+  // GELU-tanh(1) = 0.841192 (to 6 places), GELU-tanh(-1) = -0.158808.
+  EXPECT_NEAR(got_g[3], 0.841192 * 4, 4e-6);
+  EXPECT_NEAR(got_g[1], -0.158808 * 2, 2e-6);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double z = std::sqrt(2.0 / M_PI) * (x[i] + 0.044715 * x[i] * x[i] * x[i]);
+    EXPECT_NEAR(got_g[i], x[i] / (1.0 + std::exp(-2.0 * z)) * u[i], 1e-5) << i;
+    EXPECT_EQ(got_s[i], x[i] * -2.5f) << i;
+  }
+  Graph bad;
+  bad.in("x", DType::I64, {1, 2}).val("s", DType::I64, {1, 2}).node("scale", {"x"}, {"s"}, {{"factor", 2}});
+  bad.out("s", "s", OutputMemory::Planned);
+  EXPECT_THAT(load_error(bad), testing::HasSubstr("must be float32"));
+  Graph no_factor;
+  no_factor.in("x", DType::F32, X).val("s", DType::F32, X).node("scale", {"x"}, {"s"});
+  no_factor.out("s", "s", OutputMemory::Planned);
+  EXPECT_THAT(load_error(no_factor), testing::HasSubstr("attribute 'factor' is missing"));
+}
+
 }  // namespace
 }  // namespace hfstatic
