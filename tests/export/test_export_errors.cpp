@@ -102,11 +102,9 @@ class ExportErrors : public test::CheckpointTest {
 TEST_F(ExportErrors, UnsupportedModelType) {
   auto c = checkpoint();
   edit_config(c, [](json& j) { j["model_type"] = "gpt2"; });
-  EXPECT_THAT(
-      export_error(c),
-      AllOf(
-          HasSubstr("config.json"),
-          HasSubstr("config field 'model_type' = 'gpt2' is not supported (supported: llama, mistral, qwen2, qwen3)")));
+  EXPECT_THAT(export_error(c),
+              AllOf(HasSubstr("config.json"), HasSubstr("config field 'model_type' = 'gpt2' is not supported "
+                                                        "(supported: llama, mistral, qwen2, qwen3, gemma3_text)")));
   edit_config(c, [](json& j) { j.erase("model_type"); });
   EXPECT_THAT(export_error(c), HasSubstr("config field 'model_type' is missing or not a string"));
 }
