@@ -79,6 +79,29 @@ void write_with_spec(const Program& source, const ProgramSpec& spec, const std::
 std::vector<int64_t> reference_greedy(const std::string& preset, const std::vector<int64_t>& prompt, int steps,
                                       DType cache_dtype);
 
+// Counts what the IOManager asks of the allocator it was given.
+class CountingAllocator : public BufferAllocator {
+ public:
+  void* allocate(size_t bytes, size_t alignment) override {
+    sizes.push_back(bytes);
+    live += bytes;
+    return HeapAllocator::instance().allocate(bytes, alignment);
+  }
+  void deallocate(void* p, size_t bytes) override {
+    live -= bytes;
+    ++freed;
+    HeapAllocator::instance().deallocate(p, bytes);
+  }
+  uint64_t total() const {
+    uint64_t t = 0;
+    for (size_t s : sizes) t += s;
+    return t;
+  }
+  std::vector<size_t> sizes;
+  int64_t live = 0;
+  size_t freed = 0;
+};
+
 // Greedy generation straight through an IOManager from start_pos 0: feeds the prompt, then
 // decodes up to `steps` tokens while the context has room. Throws Error on a failed step.
 std::vector<int64_t> greedy_generate(IOManager& io, const std::vector<int64_t>& prompt, int steps);

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "fixtures.h"
 #include "naive_io_manager.h"
 #include "test_support.h"
@@ -63,6 +65,19 @@ TEST_P(ValidV2, ARunnerWithoutTheLocalMaskDiffers) {
   NaiveIOManager fixed(NaiveDefects{false, false, false, false, false}, hf_static::kVersion2);
   fixed.load(program, HeapAllocator::instance());
   EXPECT_EQ(greedy_generate(fixed, f.prompt, f.greedy_count()), reference());
+}
+
+// One set of state, and one mask and one local mask per method: 3L + 10 allocations.
+TEST_P(ValidV2, AllocatesTheLocalMaskOncePerMethod) {
+  CountingAllocator counting;
+  auto io = IOManagerRegistry::instance().load(Program::load(fixture_path(fixture())), counting);
+  const ModelInfo& m = io->model();
+  EXPECT_EQ(counting.sizes.size(), size_t(3 * m.n_layers + 10));
+  for (int64_t rows : {m.prefill_len, int64_t(1)}) {
+    const size_t mask = size_t(rows * m.max_context) * sizeof(float);
+    const int methods = (m.prefill_len == rows) + (rows == 1);  // methods of this many rows
+    EXPECT_EQ(std::count(counting.sizes.begin(), counting.sizes.end(), mask), 2 * methods) << rows << " rows";
+  }
 }
 
 // Version 1's manager refuses a v2 program instead of driving it with one mask.

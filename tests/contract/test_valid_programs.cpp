@@ -213,29 +213,6 @@ TEST_P(RepeatedStateProgram, UnplannedOutputsAreBoundToTheStateBuffers) {
 
 INSTANTIATE_TEST_SUITE_P(Corpus, RepeatedStateProgram, testing::ValuesIn(valid_names(true)), param_name);
 
-// Counts what the IOManager asks of the allocator it was given.
-class CountingAllocator : public BufferAllocator {
- public:
-  void* allocate(size_t bytes, size_t alignment) override {
-    sizes.push_back(bytes);
-    live += bytes;
-    return HeapAllocator::instance().allocate(bytes, alignment);
-  }
-  void deallocate(void* p, size_t bytes) override {
-    live -= bytes;
-    ++freed;
-    HeapAllocator::instance().deallocate(p, bytes);
-  }
-  uint64_t total() const {
-    uint64_t t = 0;
-    for (size_t s : sizes) t += s;
-    return t;
-  }
-  std::vector<size_t> sizes;
-  int64_t live = 0;
-  size_t freed = 0;
-};
-
 TEST_P(ValidProgram, OneSetOfStateAndAllMemoryFromTheGivenAllocator) {
   const ValidFixture& f = fixture();
   CountingAllocator counting;
