@@ -67,3 +67,25 @@ def test_prefill_continues_after_a_generation():
     runner.prefill(ids)
     assert runner.position == len(runner.context) and runner.context[-len(ids) - 1] == pending
     assert text
+
+
+def test_a_gemma3_v2_program_past_its_window_matches_the_reference(tmp_path):
+    # tiny-gemma3 has a window of 6: its two local layers see less than the 11-token prompt.
+    checkpoint = tmp_path / "gemma3"
+    hfstatic.make_checkpoint(checkpoint, preset="tiny-gemma3", seed=7)
+    path = tmp_path / "gemma3.hfs"
+    hfstatic.export(checkpoint, path, prefill_len=8, max_context=64)
+    program = hfstatic.Program(path)
+    assert program.metadata["version"] == 2 and program.metadata["layer_types"] == ["local", "local", "global"]
+    assert hfstatic.validate(path) == [] and "hf_static v2 program" in program.describe()
+    out = tmp_path / "ref.json"
+    script = os.path.join(SOURCE_DIR, "tests", "reference", "hf_reference.py")
+    subprocess.run([sys.executable, script, str(checkpoint), "--tokens", ",".join(map(str, PROMPT)), "--steps", "4",
+                    "--out", str(out)], check=True)
+    reference = json.loads(out.read_text())
+    runner = hfstatic.Runner(path)
+    logits = runner.prefill(PROMPT)
+    for step, want in enumerate(reference["greedy_logits"]):
+        if step > 0:
+            logits = runner.decode(reference["greedy_tokens"][step - 1])
+        assert relative_error(logits, want) <= TOLERANCE, "greedy step %d" % step
