@@ -1,5 +1,5 @@
-// Program loader and hf_static v1 contract validation on arbitrary bytes: Program::load_memory,
-// hf_static_v1_violations, Method::load of every method and, for a program that passes all of
+// Program loader and hf_static contract validation on arbitrary bytes: Program::load_memory,
+// hf_static_v1_violations (and v2), Method::load of every method and, for a program that passes all of
 // them, IOManagerRegistry::load and one one-token step. Only hfstatic::Error may escape the
 // library; anything else (a crash, a sanitizer report, another exception) is a finding.
 #include <cstdint>
@@ -42,6 +42,7 @@ extern "C" int HFSTATIC_FUZZ_ENTRY(const uint8_t* data, size_t size) {
     (void)program->weight_bytes();
     (void)program->embedded_file("tokenizer.json");
     std::vector<std::string> violations = hf_static_v1_violations(*program);
+    (void)hf_static_v2_violations(*program);  // the version 2 check must not crash either
     bool methods_ok = true;
     uint64_t run_bytes = 0;
     for (const auto& m : program->spec().methods) {
