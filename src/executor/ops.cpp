@@ -395,20 +395,17 @@ kernels::LinearFusion silu_mul_fusion(const std::vector<Tensor>& in, const void*
 }
 
 // out = gelu(gate) * up, GELU with the tanh approximation (Hugging Face's gelu_pytorch_tanh).
-Status run_gelu_tanh_mul(const kernels::KernelTable&, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+Status run_gelu_tanh_mul(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
                          const void*) {
-  const float* gate = in[0].as<float>();
-  const float* up = in[1].as<float>();
-  float* y = out[0].as<float>();
-  const int64_t n = numel(in[0]);
-  parallel_for(n, 4096, [&](int64_t begin, int64_t end) {
-    constexpr float kSqrt2OverPi = 0.7978845608028654f;
-    for (int64_t i = begin; i < end; ++i) {
-      const float x = gate[i];
-      y[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x))) * up[i];
-    }
-  });
+  k.gelu_tanh_mul(in[0].as<float>(), in[1].as<float>(), numel(in[0]), out[0].as<float>());
   return {};
+}
+
+kernels::LinearFusion gelu_tanh_mul_fusion(const std::vector<Tensor>& in, const void*) {
+  kernels::LinearFusion fusion;
+  fusion.up = in[1].as<float>();
+  fusion.gelu_tanh = true;
+  return fusion;
 }
 
 // ---- scale: y = x * factor -------------------------------------------------------------------
@@ -471,7 +468,11 @@ constexpr OpDef kOps[] = {
      .run = run_silu_mul,
      .row_wise = true,
      .linear_fusion = silu_mul_fusion},
-    {.name = "gelu_tanh_mul", .check = check_binary, .run = run_gelu_tanh_mul, .row_wise = true},
+    {.name = "gelu_tanh_mul",
+     .check = check_binary,
+     .run = run_gelu_tanh_mul,
+     .row_wise = true,
+     .linear_fusion = gelu_tanh_mul_fusion},
     {.name = "add", .check = check_binary, .run = run_add, .row_wise = true},
     {.name = "scale", .check = check_scale, .run = run_scale, .row_wise = true},
     {.name = "copy", .check = check_copy, .run = run_copy},

@@ -26,6 +26,7 @@ struct LinearFusion {
   float norm_eps = 0;
   // silu_mul(x, up): x is the gate, up [rows, in]
   const float* up = nullptr;
+  bool gelu_tanh = false;  // with up: gelu_tanh_mul(x, up) in place of silu_mul
 };
 
 }  // namespace hfstatic::kernels

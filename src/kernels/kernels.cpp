@@ -161,6 +161,14 @@ void add(const float* a, const float* b, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
+void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
+  constexpr float kTwoSqrt2OverPi = 1.5957691216057308f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-kTwoSqrt2OverPi * (g + 0.044715f * g * g * g))) * up[i];
+  }
+}
+
 void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count,
                   const LinearFusion* fusion) {
   std::vector<float> input;
@@ -168,6 +176,8 @@ void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* 
     input.resize(size_t(rows * in));
     if (fusion->norm_w)
       rms_norm(x, rows, in, fusion->norm_w, fusion->norm_type, fusion->norm_eps, input.data());
+    else if (fusion->gelu_tanh)
+      gelu_tanh_mul(x, fusion->up, rows * in, input.data());
     else
       silu_mul(x, fusion->up, rows * in, input.data());
     x = input.data();
@@ -183,8 +193,8 @@ std::vector<PrefetchRange> linear_group_first_reads(int64_t, int64_t, const Line
   return {};
 }
 
-const KernelTable table = {load_row,  store_row, linear_group, linear_group_first_reads, rms_norm, rope,
-                           attention, silu_mul,  add};
+const KernelTable table = {load_row, store_row, linear_group, linear_group_first_reads, rms_norm, rope, attention,
+                           silu_mul, add,       gelu_tanh_mul};
 
 }  // namespace scalar
 

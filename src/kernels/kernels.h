@@ -43,6 +43,9 @@ struct KernelTable {
   // out = silu(gate) * up
   void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
   void (*add)(const float* a, const float* b, int64_t n, float* out);
+  // out = gelu(gate) * up, GELU's tanh approximation written as gate * sigmoid(2 z),
+  // z = sqrt(2 / pi) (gate + 0.044715 gate^3)
+  void (*gelu_tanh_mul)(const float* gate, const float* up, int64_t n, float* out);
 
   // y[rows, out] = x[rows, in] * w[out, in]^T (+ bias[out]): a group of one.
   void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_type, int64_t out, const void* bias,

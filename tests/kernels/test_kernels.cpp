@@ -229,7 +229,7 @@ TEST(Kernels, LinearGroupMatchesSeparateProducts) {
   }
 }
 
-// An rms_norm or a silu_mul folded into a linear group must give, bit for bit, what the same
+// An rms_norm, a silu_mul or a gelu_tanh_mul folded into a linear group must give, bit for bit, what the same
 // ISA's separate kernels give: in the matrix multiply's packing (row counts that are not a
 // multiple of 8 or of the panel, k not a multiple of the block, k in chunks at 100 rows of 2100)
 // and in the matrix-vector path (1-3 rows), for groups of one to three products.
@@ -245,7 +245,8 @@ TEST(Kernels, FoldedInputOpsGiveWhatTheSeparateKernelsGive) {
   std::vector<Isa> isas = simd_isas();
   isas.insert(isas.begin(), Isa::Scalar);
   for (const Case& c : cases)
-    for (bool norm : {true, false}) {
+    for (const char* op : {"rms_norm", "silu_mul", "gelu_tanh_mul"}) {
+      const bool norm = op == std::string("rms_norm"), gelu = op == std::string("gelu_tanh_mul");
       const int count = int(c.outs.size());
       std::vector<float> x = random_floats(rng, size_t(c.rows * c.in), -3.0f, 3.0f);
       std::vector<float> up = random_floats(rng, x.size());
@@ -254,8 +255,8 @@ TEST(Kernels, FoldedInputOpsGiveWhatTheSeparateKernelsGive) {
       std::vector<float> bias = random_floats(rng, size_t(c.outs[0]));
       for (int i = 0; i < count; ++i)
         w.push_back(stored(rng, size_t(c.outs[i] * c.in), kWeightTypes[i % 3], -0.2f, 0.2f));
-      const std::string what = std::string(norm ? "rms_norm" : "silu_mul") + " rows=" + std::to_string(c.rows) +
-                               " in=" + std::to_string(c.in) + " products=" + std::to_string(count);
+      const std::string what = std::string(op) + " rows=" + std::to_string(c.rows) + " in=" + std::to_string(c.in) +
+                               " products=" + std::to_string(count);
       for (Isa isa : isas)
         for (int threads : kThreads) {
           const KernelTable& k = *kernel_table(isa);
@@ -275,10 +276,12 @@ TEST(Kernels, FoldedInputOpsGiveWhatTheSeparateKernelsGive) {
           if (norm)
             fusion.norm_w = norm_w.bytes.data(), fusion.norm_type = DType::F16, fusion.norm_eps = 1e-5f;
           else
-            fusion.up = up.data();
+            fusion.up = up.data(), fusion.gelu_tanh = gelu;
           with_threads(threads, [&] {
             if (norm)
               k.rms_norm(x.data(), c.rows, c.in, norm_w.bytes.data(), DType::F16, 1e-5f, input.data());
+            else if (gelu)
+              k.gelu_tanh_mul(x.data(), up.data(), int64_t(x.size()), input.data());
             else
               k.silu_mul(x.data(), up.data(), int64_t(x.size()), input.data());
             k.linear_group(input.data(), c.rows, c.in, want_group.data(), count, nullptr);
@@ -579,18 +582,23 @@ TEST(Kernels, ElementwiseMatchScalar) {
     g[0] = -100.0f;
     if (n > 1) g[1] = 100.0f;
     std::vector<float> want_silu(static_cast<size_t>(n)), want_add(static_cast<size_t>(n));
+    std::vector<float> want_gelu(static_cast<size_t>(n));
     ref.silu_mul(g.data(), u.data(), n, want_silu.data());
+    ref.gelu_tanh_mul(g.data(), u.data(), n, want_gelu.data());
     ref.add(g.data(), u.data(), n, want_add.data());
     for (Isa isa : simd_isas())
       for (int threads : kThreads) {
-        std::vector<float> silu(static_cast<size_t>(n)), sum(static_cast<size_t>(n));
+        std::vector<float> silu(static_cast<size_t>(n)), sum(static_cast<size_t>(n)), gelu(static_cast<size_t>(n));
         with_threads(threads, [&] {
           kernel_table(isa)->silu_mul(g.data(), u.data(), n, silu.data());
+          kernel_table(isa)->gelu_tanh_mul(g.data(), u.data(), n, gelu.data());
           kernel_table(isa)->add(g.data(), u.data(), n, sum.data());
         });
         std::vector<float> scale(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) scale[size_t(i)] = std::max(1e-3f, std::fabs(want_silu[size_t(i)]));
         expect_close(silu, want_silu, scale, 2e-6f, label(isa, threads) + " silu_mul n=" + std::to_string(n));
+        for (int64_t i = 0; i < n; ++i) scale[size_t(i)] = std::max(1e-3f, std::fabs(want_gelu[size_t(i)]));
+        expect_close(gelu, want_gelu, scale, 2e-6f, label(isa, threads) + " gelu_tanh_mul n=" + std::to_string(n));
         EXPECT_EQ(sum, want_add) << label(isa, threads) << " add n=" << n;
       }
   }
