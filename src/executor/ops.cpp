@@ -206,14 +206,15 @@ Status run_linear_group(const kernels::KernelTable& k, std::span<const std::vect
 // ---- rope ----------------------------------------------------------------------------------
 
 struct RopeAttrs {
-  int64_t head_dim;
+  int64_t head_dim, rotary_dim;
   std::vector<float> inv_freq;
+  float attention_factor;
 };
 
-// Frequencies as Hugging Face computes them (default and "llama3" rope_scaling).
-std::vector<float> rope_inv_freq(int64_t head_dim, double theta, const json& scaling) {
-  std::vector<double> inv(size_t(head_dim / 2));
-  for (int64_t i = 0; i < head_dim / 2; ++i) inv[i] = 1.0 / std::pow(theta, double(2 * i) / double(head_dim));
+// Frequencies as Hugging Face computes them (default and "llama3" rope_scaling) over `dim` values.
+std::vector<float> rope_inv_freq(int64_t dim, double theta, const json& scaling) {
+  std::vector<double> inv(size_t(dim / 2));
+  for (int64_t i = 0; i < dim / 2; ++i) inv[i] = 1.0 / std::pow(theta, double(2 * i) / double(dim));
   if (!scaling.is_null()) {
     if (!scaling.is_object()) fail("attribute 'scaling' must be an object or null");
     if (scaling.contains("type") && !scaling["type"].is_string())
@@ -241,6 +242,22 @@ std::vector<float> rope_inv_freq(int64_t head_dim, double theta, const json& sca
   return std::vector<float>(inv.begin(), inv.end());
 }
 
+// Frequencies given as a list (rope scaling computed by the exporter): rotary_dim / 2 of them.
+std::vector<float> listed_inv_freq(const json& list, int64_t rotary_dim) {
+  if (!list.is_array() || int64_t(list.size()) != rotary_dim / 2)
+    fail("attribute 'inv_freq' must be a list of rotary_dim / 2 = ", rotary_dim / 2, " numbers");
+  std::vector<float> inv;
+  for (const json& f : list) {
+    if (!f.is_number() || !(f.get<double>() > 0 && f.get<double>() < 1e6))
+      fail("attribute 'inv_freq' holds ", f.dump(), ", not a frequency in (0, 1e6)");
+    inv.push_back(float(f.get<double>()));
+  }
+  return inv;
+}
+
+// attrs: head_dim; rotary_dim (optional, default head_dim: the leading values of each head that
+// rotate); either theta with an optional llama3 scaling, or inv_freq; attention_factor (optional,
+// default 1: scales cos and sin).
 OpSignature check_rope(const std::vector<OpOperand>& in, const json& attrs) {
   expect_count(in, 2, 2);
   expect_activation(0, in[0]);
@@ -251,16 +268,27 @@ OpSignature check_rope(const std::vector<OpOperand>& in, const json& attrs) {
   int64_t head_dim = int_attr(attrs, "head_dim", 2, 1 << 16);
   if (head_dim % 2 != 0) fail("attribute 'head_dim' must be even");
   if (in[0].spec->shape[2] % head_dim != 0) fail(describe(0, in[0]), " width is not a multiple of head_dim ", head_dim);
-  double theta = float_attr(attrs, "theta", 1, 1e12);
-  json scaling = attrs.contains("scaling") ? attrs["scaling"] : json();
-  return {{out_like(*in[0].spec)}, {}, prepared(RopeAttrs{head_dim, rope_inv_freq(head_dim, theta, scaling)})};
+  int64_t rotary_dim = attrs.contains("rotary_dim") ? int_attr(attrs, "rotary_dim", 2, head_dim) : head_dim;
+  if (rotary_dim % 2 != 0) fail("attribute 'rotary_dim' must be even");
+  float factor = attrs.contains("attention_factor") ? float(float_attr(attrs, "attention_factor", 1e-6, 1e6)) : 1.0f;
+  std::vector<float> inv;
+  if (attrs.contains("inv_freq")) {
+    if (attrs.contains("scaling")) fail("attributes 'inv_freq' and 'scaling' exclude each other");
+    inv = listed_inv_freq(attrs["inv_freq"], rotary_dim);
+  } else {
+    double theta = float_attr(attrs, "theta", 1, 1e12);
+    json scaling = attrs.contains("scaling") ? attrs["scaling"] : json();
+    inv = rope_inv_freq(rotary_dim, theta, scaling);
+  }
+  return {{out_like(*in[0].spec)}, {}, prepared(RopeAttrs{head_dim, rotary_dim, std::move(inv), factor})};
 }
 
 Status run_rope(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
                 const void* p) {
   const auto& a = *static_cast<const RopeAttrs*>(p);
   int64_t rows = in[0].dim(1), heads = in[0].dim(2) / a.head_dim;
-  k.rope(in[0].as<float>(), out[0].as<float>(), rows, heads, a.head_dim, in[1].as<int64_t>(), a.inv_freq.data());
+  k.rope(in[0].as<float>(), out[0].as<float>(), rows, heads, a.head_dim, a.rotary_dim, in[1].as<int64_t>(),
+         a.inv_freq.data(), a.attention_factor);
   return {};
 }
 
@@ -400,6 +428,26 @@ Status run_add(const kernels::KernelTable& k, const std::vector<Tensor>& in, con
   return {};
 }
 
+// y = x * factor (attr "factor", a number).
+OpSignature check_scale(const std::vector<OpOperand>& in, const json& attrs) {
+  expect_count(in, 1, 1);
+  expect_dtype(0, in[0], DType::F32);
+  float factor =
+      float(float_attr(attrs, "factor", std::numeric_limits<float>::lowest(), std::numeric_limits<float>::max()));
+  return {{out_like(*in[0].spec)}, {}, prepared(factor)};
+}
+
+Status run_scale(const kernels::KernelTable&, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                 const void* p) {
+  const float factor = *static_cast<const float*>(p);
+  const float* x = in[0].as<float>();
+  float* y = out[0].as<float>();
+  parallel_for(numel(in[0]), 32768, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = x[i] * factor;
+  });
+  return {};
+}
+
 OpSignature check_copy(const std::vector<OpOperand>& in, const json&) {
   expect_count(in, 1, 1);
   return {{out_like(*in[0].spec)}, {}, {}};
@@ -436,6 +484,7 @@ constexpr OpDef kOps[] = {
      .row_wise = true,
      .linear_fusion = silu_mul_fusion},
     {.name = "add", .check = check_binary, .run = run_add, .row_wise = true},
+    {.name = "scale", .check = check_scale, .run = run_scale, .row_wise = true},
     {.name = "copy", .check = check_copy, .run = run_copy},
 };
 

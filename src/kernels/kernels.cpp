@@ -85,16 +85,16 @@ void rms_norm(const float* x, int64_t rows, int64_t n, const void* w, DType w_ty
   }
 }
 
-void rope(const float* x, float* y, int64_t rows, int64_t heads, int64_t head_dim, const int64_t* positions,
-          const float* inv_freq) {
-  const int64_t half = head_dim / 2;
+void rope(const float* x, float* y, int64_t rows, int64_t heads, int64_t head_dim, int64_t rotary_dim,
+          const int64_t* positions, const float* inv_freq, float attention_factor) {
+  const int64_t half = rotary_dim / 2;
   std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t i = 0; i < half; ++i) {
       // Angles in double: positions up to the context length times the highest frequency.
       double angle = double(positions[r]) * double(inv_freq[i]);
-      cos_t[i] = float(std::cos(angle));
-      sin_t[i] = float(std::sin(angle));
+      cos_t[i] = float(std::cos(angle) * attention_factor);
+      sin_t[i] = float(std::sin(angle) * attention_factor);
     }
     for (int64_t h = 0; h < heads; ++h) {
       const float* v = x + (r * heads + h) * head_dim;
@@ -104,6 +104,7 @@ void rope(const float* x, float* y, int64_t rows, int64_t heads, int64_t head_di
         o[i] = a * cos_t[i] - b * sin_t[i];
         o[i + half] = b * cos_t[i] + a * sin_t[i];
       }
+      for (int64_t i = rotary_dim; i < head_dim; ++i) o[i] = v[i];
     }
   }
 }
@@ -294,8 +295,9 @@ float* scratch(int slot, size_t floats) {
   return s.data.get();
 }
 
-const float* RopeTable::cos(const int64_t* positions, int64_t rows, const float* inv_freq, int64_t half) {
-  const bool same = rows == rows_ && half == half_ && std::memcmp(pos_.get(), positions, size_t(rows) * 8) == 0 &&
+const float* RopeTable::cos(const int64_t* positions, int64_t rows, const float* inv_freq, int64_t half, float factor) {
+  const bool same = rows == rows_ && half == half_ && factor == factor_ &&
+                    std::memcmp(pos_.get(), positions, size_t(rows) * 8) == 0 &&
                     std::memcmp(inv_.get(), inv_freq, size_t(half) * 4) == 0;
   if (same) return cos_.get();
   if (rows * half > capacity_ || !pos_ || rows > rows_capacity_ || half > half_capacity_) {
@@ -309,14 +311,15 @@ const float* RopeTable::cos(const int64_t* positions, int64_t rows, const float*
   }
   rows_ = rows;
   half_ = half;
+  factor_ = factor;
   std::memcpy(pos_.get(), positions, size_t(rows) * 8);
   std::memcpy(inv_.get(), inv_freq, size_t(half) * 4);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < half; ++i) {
       // Angles in double: positions up to the context length times the highest frequency.
       double angle = double(positions[r]) * double(inv_freq[i]);
-      cos_[r * half + i] = float(std::cos(angle));
-      sin_[r * half + i] = float(std::sin(angle));
+      cos_[r * half + i] = float(std::cos(angle) * factor);
+      sin_[r * half + i] = float(std::sin(angle) * factor);
     }
   return cos_.get();
 }

@@ -31,10 +31,12 @@ struct KernelTable {
                                                          int count, int threads, size_t bytes);
   // y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w, for rows of length n.
   void (*rms_norm)(const float* x, int64_t rows, int64_t n, const void* w, DType w_type, float eps, float* y);
-  // y = x[rows, heads * head_dim] with the pairs (i, i + half) of each head rotated, HF
-  // rotate_half style, by angle positions[r] * inv_freq[i]; y may be x.
-  void (*rope)(const float* x, float* y, int64_t rows, int64_t heads, int64_t head_dim, const int64_t* positions,
-               const float* inv_freq);
+  // y = x[rows, heads * head_dim] with the first rotary_dim values of each head rotated, HF
+  // rotate_half style: the pairs (i, i + rotary_dim / 2) by angle positions[r] * inv_freq[i],
+  // with cos and sin multiplied by attention_factor; the other head_dim - rotary_dim values
+  // pass unchanged. rotary_dim is even and at most head_dim; y may be x.
+  void (*rope)(const float* x, float* y, int64_t rows, int64_t heads, int64_t head_dim, int64_t rotary_dim,
+               const int64_t* positions, const float* inv_freq, float attention_factor);
   // Scaled dot-product attention of q[rows, n_heads * D] over caches [n_kv_heads, max_context,
   // D] with additive mask[rows, max_context]. A row whose mask is -inf everywhere gets zeros.
   void (*attention)(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,

@@ -66,12 +66,14 @@ inline float scalar_at(const void* p, DType t, int64_t i) {
 // The rotary table of the last call on this thread, reused while positions and frequencies
 // repeat (every layer of a method run rotates q and k at the same positions).
 struct RopeTable {
-  const float* cos(const int64_t* positions, int64_t rows, const float* inv_freq, int64_t half);
+  // cos and sin multiplied by factor.
+  const float* cos(const int64_t* positions, int64_t rows, const float* inv_freq, int64_t half, float factor);
   const float* sin() const { return sin_.get(); }
 
  private:
   std::unique_ptr<float[]> cos_, sin_, inv_;
   std::unique_ptr<int64_t[]> pos_;
+  float factor_ = 0;
   int64_t rows_ = -1, half_ = -1, capacity_ = 0, rows_capacity_ = 0, half_capacity_ = 0;
 };
 RopeTable& rope_table();
