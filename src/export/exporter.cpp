@@ -15,7 +15,7 @@ ExportSummary export_program(const std::string& dir, const std::string& out_path
 
   // Check every tensor before writing a byte.
   std::optional<DType> common;
-  for (const WeightUse& w : built.weights) {
+  for (const WeightUse& w : expected_tensors(config)) {
     const TensorInfo& t = ckpt.info(w.name);
     if (t.shape != w.shape)
       fail(dir, ": tensor '", w.name, "' has shape ", shape_str(t.shape), " but config.json implies ",
@@ -39,10 +39,13 @@ ExportSummary export_program(const std::string& dir, const std::string& out_path
   ProgramWriter writer(std::move(built.spec));
   ExportSummary summary;
   for (const WeightUse& w : built.weights) {
-    Shape shape = w.shape;
-    std::string name = w.name;
-    writer.add_weight(name, weights_dtype, shape,
-                      [&ckpt, name, weights_dtype](uint8_t* dst) { ckpt.read(name, weights_dtype, dst); });
+    const Shape shape = w.shape;
+    // A weight cut from a fused tensor reads its rows of it; the others, the whole tensor.
+    const std::string source = w.source.empty() ? w.name : w.source;
+    const int64_t first_row = w.source_row, rows = shape.empty() ? 1 : shape[0];
+    writer.add_weight(w.name, weights_dtype, shape, [&ckpt, source, first_row, rows, weights_dtype](uint8_t* dst) {
+      ckpt.read_rows(source, first_row, rows, weights_dtype, dst);
+    });
     summary.weight_bytes += uint64_t(*shape_numel(shape)) * dtype_size(weights_dtype);
     ++summary.tensors;
   }

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "contract/hf_static_contract.h"
+#include "export/rope_config.h"
 #include "util/error.h"
 
 namespace hfstatic {
@@ -80,18 +81,18 @@ MethodSpec build_method(const hf_static::Metadata& meta, bool prefill, const HfC
   std::vector<std::string> state;  // by slot
   for (size_t slot = 0; slot < state_count(L); ++slot) state.push_back(inputs[state_input(slot)].name);
 
-  json rope_attrs = {{"head_dim", D}, {"theta", c.rope_theta}};
-  if (c.rope_scaling) {
-    const RopeScaling& s = *c.rope_scaling;
-    rope_attrs["scaling"] = {{"type", s.type},
-                             {"factor", s.factor},
-                             {"low_freq_factor", s.low_freq_factor},
-                             {"high_freq_factor", s.high_freq_factor},
-                             {"original_max_position_embeddings", s.original_max_position_embeddings}};
-  }
+  const json rope_attrs = rope_attributes(c, o.max_context);
   const json eps = {{"eps", c.rms_norm_eps}};
 
+  // Granite's multipliers (1 elsewhere: no node).
+  auto scaled = [&](const std::string& x, double factor, const std::string& out, int64_t width) {
+    return factor == 1 ? x : b.op("scale", {x}, out, width, {{"factor", factor}});
+  };
+  json attention_attrs = {{"n_heads", c.num_attention_heads}};
+  if (c.attention_multiplier) attention_attrs["scale"] = *c.attention_multiplier;
+
   std::string h = b.op("embedding", {tokens, "model.embed_tokens.weight"}, "embed", E);
+  h = scaled(h, c.embedding_multiplier, "embed_scaled", E);
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = cat("model.layers.", l, ".");
     const std::string v = cat("l", l, ".");
@@ -108,23 +109,28 @@ MethodSpec build_method(const hf_static::Metadata& meta, bool prefill, const HfC
       q = b.op("head_rms_norm", {q, p + "self_attn.q_norm.weight"}, v + "q_norm", Q, eps);
       k = b.op("head_rms_norm", {k, p + "self_attn.k_norm.weight"}, v + "k_norm", KV, eps);
     }
-    q = b.op("rope", {q, positions}, v + "q_rope", Q, rope_attrs);
-    k = b.op("rope", {k, positions}, v + "k_rope", KV, rope_attrs);
+    if (c.rope_layers.empty() || c.rope_layers[size_t(l)]) {
+      q = b.op("rope", {q, positions}, v + "q_rope", Q, rope_attrs);
+      k = b.op("rope", {k, positions}, v + "k_rope", KV, rope_attrs);
+    }
     const std::string& kc = state[state_slot(l, StateRole::KeyCache)];
     const std::string& vc = state[state_slot(l, StateRole::ValueCache)];
     const std::string& ctr = state[state_slot(l, StateRole::Counter)];
     b.node("cache_write", {k, val, kc, vc, ctr, mask}, {});
-    std::string a = b.op("attention", {q, kc, vc, mask}, v + "attn", Q, {{"n_heads", c.num_attention_heads}});
-    std::string out = proj("o_proj", a, E, c.o_proj_bias);
+    std::string a = b.op("attention", {q, kc, vc, mask}, v + "attn", Q, attention_attrs);
+    std::string out = scaled(proj("o_proj", a, E, c.o_proj_bias), c.residual_multiplier, v + "o_scaled", E);
     h = b.op("add", {h, out}, v + "attn_residual", E);
     x = b.op("rms_norm", {h, p + "post_attention_layernorm.weight"}, v + "mlp_norm", E, eps);
     std::string g = b.op("linear", {x, p + "mlp.gate_proj.weight"}, v + "gate", F);
     std::string u = b.op("linear", {x, p + "mlp.up_proj.weight"}, v + "up", F);
     std::string act = b.op("silu_mul", {g, u}, v + "act", F);
     std::string d = b.op("linear", {act, p + "mlp.down_proj.weight"}, v + "down", E);
+    d = scaled(d, c.residual_multiplier, v + "down_scaled", E);
     h = b.op("add", {h, d}, v + "mlp_residual", E);
   }
   std::string hn = b.op("rms_norm", {h, "model.norm.weight"}, "final_norm", E, eps);
+  // logits / logits_scaling, as (h / logits_scaling) lm_head^T: the lm_head keeps its row slicing.
+  hn = scaled(hn, 1 / c.logits_scaling, "final_norm_scaled", E);
   const std::string head = c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
   b.op("linear", {hn, head}, "logits", c.vocab_size);
 
@@ -185,7 +191,7 @@ BuiltProgram build_program(const HfConfig& c, const GraphOptions& o) {
   spec.methods.push_back(build_method(meta, /*prefill=*/true, c, o));
   spec.methods.push_back(build_method(meta, /*prefill=*/false, c, o));
 
-  out.weights = expected_tensors(c);
+  out.weights = program_weights(c);
   return out;
 }
 

@@ -1,5 +1,10 @@
 #include "export/hf_config.h"
 
+#include <algorithm>
+
+#include "export/config_reader.h"
+#include "export/family_config.h"
+#include "export/rope_config.h"
 #include "util/error.h"
 
 namespace hfstatic {
@@ -7,40 +12,6 @@ namespace hfstatic {
 using nlohmann::json;
 
 namespace {
-
-struct Reader {
-  const json& j;
-  const std::string& origin;
-
-  bool has(const char* key) const { return j.contains(key) && !j[key].is_null(); }
-
-  int64_t integer(const char* key, int64_t min, int64_t max, std::optional<int64_t> fallback = std::nullopt) const {
-    if (!has(key)) {
-      if (fallback) return *fallback;
-      fail(origin, ": config field '", key, "' is missing");
-    }
-    const json& v = j[key];
-    if (!v.is_number_integer()) fail(origin, ": config field '", key, "' = ", v.dump(), " is not an integer");
-    int64_t x = v.get<int64_t>();
-    if (x < min || x > max) fail(origin, ": config field '", key, "' = ", x, " is outside [", min, ", ", max, "]");
-    return x;
-  }
-
-  double number(const char* key, double min, double max, double fallback) const {
-    if (!has(key)) return fallback;
-    const json& v = j[key];
-    if (!v.is_number()) fail(origin, ": config field '", key, "' = ", v.dump(), " is not a number");
-    double x = v.get<double>();
-    if (!(x >= min && x <= max)) fail(origin, ": config field '", key, "' = ", x, " is outside [", min, ", ", max, "]");
-    return x;
-  }
-
-  bool boolean(const char* key, bool fallback) const {
-    if (!has(key)) return fallback;
-    if (!j[key].is_boolean()) fail(origin, ": config field '", key, "' = ", j[key].dump(), " is not a boolean");
-    return j[key].get<bool>();
-  }
-};
 
 std::vector<int64_t> token_ids(const json& v, const char* key, const std::string& origin) {
   std::vector<int64_t> out;
@@ -58,14 +29,15 @@ std::vector<int64_t> token_ids(const json& v, const char* key, const std::string
 
 HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   if (!j.is_object()) fail(origin, ": config is not a JSON object");
-  Reader r{j, origin};
+  ConfigReader r{j, origin};
   HfConfig c;
   if (!r.has("model_type") || !j["model_type"].is_string())
     fail(origin, ": config field 'model_type' is missing or not a string");
   c.model_type = j["model_type"].get<std::string>();
-  if (c.model_type != "llama" && c.model_type != "mistral" && c.model_type != "qwen2" && c.model_type != "qwen3")
+  const std::vector<std::string> supported = {"llama", "mistral", "qwen2", "qwen3", "phi3", "smollm3", "granite"};
+  if (std::find(supported.begin(), supported.end(), c.model_type) == supported.end())
     fail(origin, ": config field 'model_type' = '", c.model_type,
-         "' is not supported (supported: llama, mistral, qwen2, qwen3)");
+         "' is not supported (supported: llama, mistral, qwen2, qwen3, phi3, smollm3, granite)");
   constexpr int64_t kBig = int64_t(1) << 31;
   c.hidden_size = r.integer("hidden_size", 1, kBig);
   c.intermediate_size = r.integer("intermediate_size", 1, kBig);
@@ -106,34 +78,8 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   if ((c.model_type == "qwen2" || c.model_type == "qwen3") && r.boolean("use_sliding_window", false)) {
     c.sliding_window = r.integer("sliding_window", 1, kBig, 4096);
   }
-  if (r.has("rope_scaling")) {
-    const json& s = j["rope_scaling"];
-    if (!s.is_object()) fail(origin, ": config field 'rope_scaling' = ", s.dump(), " is not an object");
-    for (const char* key : {"rope_type", "type"})
-      if (s.contains(key) && !s[key].is_string())
-        fail(origin, ": config field 'rope_scaling.", key, "' = ", s[key].dump(), " is not a string");
-    std::string type;
-    if (s.contains("rope_type") && s["rope_type"].is_string())
-      type = s["rope_type"].get<std::string>();
-    else if (s.contains("type") && s["type"].is_string())
-      type = s["type"].get<std::string>();
-    if (type == "default") {
-      // Same as no scaling.
-    } else if (type == "llama3") {
-      Reader sr{s, origin};
-      RopeScaling rs;
-      rs.type = type;
-      rs.factor = sr.number("factor", 1e-6, 1e6, 8);
-      rs.low_freq_factor = sr.number("low_freq_factor", 1e-6, 1e6, 1);
-      rs.high_freq_factor = sr.number("high_freq_factor", 1e-6, 1e6, 4);
-      rs.original_max_position_embeddings = double(sr.integer("original_max_position_embeddings", 1, kBig, 8192));
-      if (!(rs.high_freq_factor > rs.low_freq_factor))
-        fail(origin, ": config field 'rope_scaling' needs high_freq_factor > low_freq_factor");
-      c.rope_scaling = rs;
-    } else {
-      fail(origin, ": config field 'rope_scaling' type '", type, "' is not supported (supported: llama3)");
-    }
-  }
+  parse_family_fields(j, c, origin);
+  parse_rope_config(j, c, origin);
   if (r.has("bos_token_id")) c.bos_token_id = r.integer("bos_token_id", 0, c.vocab_size - 1);
   if (j.contains("eos_token_id")) c.eos_token_ids = token_ids(j["eos_token_id"], "eos_token_id", origin);
   for (int64_t id : c.eos_token_ids)
@@ -151,9 +97,13 @@ std::vector<WeightUse> expected_tensors(const HfConfig& c) {
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     add(p + "input_layernorm.weight", {E});
-    add(p + "self_attn.q_proj.weight", {Q, E});
-    add(p + "self_attn.k_proj.weight", {KV, E});
-    add(p + "self_attn.v_proj.weight", {KV, E});
+    if (c.fused_projections) {
+      add(p + "self_attn.qkv_proj.weight", {Q + 2 * KV, E});
+    } else {
+      add(p + "self_attn.q_proj.weight", {Q, E});
+      add(p + "self_attn.k_proj.weight", {KV, E});
+      add(p + "self_attn.v_proj.weight", {KV, E});
+    }
     if (c.attention_bias) {
       add(p + "self_attn.q_proj.bias", {Q});
       add(p + "self_attn.k_proj.bias", {KV});
@@ -166,12 +116,42 @@ std::vector<WeightUse> expected_tensors(const HfConfig& c) {
     add(p + "self_attn.o_proj.weight", {E, Q});
     if (c.o_proj_bias) add(p + "self_attn.o_proj.bias", {E});
     add(p + "post_attention_layernorm.weight", {E});
-    add(p + "mlp.gate_proj.weight", {F, E});
-    add(p + "mlp.up_proj.weight", {F, E});
+    if (c.fused_projections) {
+      add(p + "mlp.gate_up_proj.weight", {2 * F, E});
+    } else {
+      add(p + "mlp.gate_proj.weight", {F, E});
+      add(p + "mlp.up_proj.weight", {F, E});
+    }
     add(p + "mlp.down_proj.weight", {E, F});
   }
   add("model.norm.weight", {E});
   if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, E});
+  return out;
+}
+
+std::vector<WeightUse> program_weights(const HfConfig& c) {
+  std::vector<WeightUse> out;
+  const int64_t E = c.hidden_size, Q = c.num_attention_heads * c.head_dim, KV = c.num_key_value_heads * c.head_dim;
+  const int64_t F = c.intermediate_size;
+  auto split = [&](const WeightUse& fused, const std::string& prefix,
+                   std::vector<std::pair<const char*, int64_t>> parts) {
+    int64_t row = 0;
+    for (const auto& [name, rows] : parts) {
+      out.push_back({prefix + name + ".weight", {rows, E}, fused.name, row});
+      row += rows;
+    }
+  };
+  for (const WeightUse& w : expected_tensors(c)) {
+    const std::string& n = w.name;
+    const size_t at = n.rfind('.', n.size() - std::string(".weight").size() - 1);
+    const std::string prefix = n.substr(0, at + 1), leaf = n.substr(at + 1);
+    if (leaf == "qkv_proj.weight")
+      split(w, prefix, {{"q_proj", Q}, {"k_proj", KV}, {"v_proj", KV}});
+    else if (leaf == "gate_up_proj.weight")
+      split(w, prefix, {{"gate_proj", F}, {"up_proj", F}});
+    else
+      out.push_back(w);
+  }
   return out;
 }
 
