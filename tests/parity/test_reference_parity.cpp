@@ -79,7 +79,11 @@ INSTANTIATE_TEST_SUITE_P(
                     ParityCase{"tiny-llama3", DType::F32, 1e-4}, ParityCase{"tiny-llama3", DType::F16, 2e-2},
                     ParityCase{"tiny-mistral", DType::F32, 1e-4}, ParityCase{"tiny-mistral", DType::F16, 2e-2},
                     ParityCase{"tiny-qwen2", DType::F32, 1e-4}, ParityCase{"tiny-qwen2", DType::F16, 2e-2},
-                    ParityCase{"tiny-qwen3", DType::F32, 1e-4}, ParityCase{"tiny-qwen3", DType::F16, 2e-2}),
+                    ParityCase{"tiny-qwen3", DType::F32, 1e-4}, ParityCase{"tiny-qwen3", DType::F16, 2e-2},
+                    ParityCase{"tiny-phi3", DType::F32, 1e-4}, ParityCase{"tiny-phi3", DType::F16, 2e-2},
+                    ParityCase{"tiny-smollm3", DType::F32, 1e-4}, ParityCase{"tiny-smollm3", DType::F16, 2e-2},
+                    ParityCase{"tiny-granite", DType::F32, 1e-4}, ParityCase{"tiny-granite", DType::F16, 2e-2},
+                    ParityCase{"tiny-yarn", DType::F32, 1e-4}, ParityCase{"tiny-yarn", DType::F16, 2e-2}),
     case_name);
 
 }  // namespace

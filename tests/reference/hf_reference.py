@@ -4,8 +4,9 @@
 Reads a checkpoint folder laid out the way ``save_pretrained`` writes it
 (``config.json`` plus ``model.safetensors`` or sharded safetensors with
 ``model.safetensors.index.json``) and evaluates the Hugging Face forward pass
-for the ``llama``, ``mistral``, ``qwen2`` and ``qwen3`` architectures in
-float64, over the full sequence with a causal mask (no KV cache).
+for the ``llama``, ``mistral``, ``qwen2``, ``qwen3``, ``phi3``, ``smollm3`` and
+``granite`` architectures in float64, over the full sequence with a causal mask
+(no KV cache).
 
 Usage:
     hf_reference.py CHECKPOINT_DIR --tokens 1,2,3 [--steps N]
@@ -24,7 +25,7 @@ import sys
 
 import numpy as np
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "phi3", "smollm3", "granite")
 
 
 class UnsupportedError(Exception):
@@ -137,16 +138,7 @@ def load_checkpoint(ckpt_dir):
 # rotary embedding
 # ---------------------------------------------------------------------------
 
-def rope_inv_freq(head_dim, theta, rope_scaling=None):
-    """Inverse frequencies (length head_dim/2) in float64, HF semantics."""
-    inv_freq = 1.0 / (float(theta) ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim))
-    if rope_scaling is None:
-        return inv_freq
-    kind = rope_scaling.get("rope_type", rope_scaling.get("type"))
-    if kind in (None, "default"):
-        return inv_freq
-    if kind != "llama3":
-        raise UnsupportedError("unsupported rope_scaling type %r" % (kind,))
+def _llama3_inv_freq(inv_freq, rope_scaling):
     factor = float(rope_scaling["factor"])
     low_freq_factor = float(rope_scaling["low_freq_factor"])
     high_freq_factor = float(rope_scaling["high_freq_factor"])
@@ -164,10 +156,95 @@ def rope_inv_freq(head_dim, theta, rope_scaling=None):
     return np.where(middle, blended, scaled)
 
 
-def rope_cos_sin(positions, inv_freq):
-    angles = np.outer(np.asarray(positions, dtype=np.float64), inv_freq)  # [T, D/2]
-    emb = np.concatenate([angles, angles], axis=-1)                        # [T, D]
-    return np.cos(emb), np.sin(emb)
+def _yarn(dim, theta, rope_scaling, max_position_embeddings):
+    """(inv_freq, attention_factor) of YaRN."""
+    factor = float(rope_scaling["factor"])
+    original = rope_scaling.get("original_max_position_embeddings") or max_position_embeddings
+    attention_factor = rope_scaling.get("attention_factor")
+    mscale, mscale_all_dim = rope_scaling.get("mscale"), rope_scaling.get("mscale_all_dim")
+
+    def get_mscale(scale, m=1.0):
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+    if attention_factor is None:
+        if mscale and mscale_all_dim:
+            attention_factor = get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)
+        else:
+            attention_factor = get_mscale(factor)
+    beta_fast = rope_scaling.get("beta_fast") or 32
+    beta_slow = rope_scaling.get("beta_slow") or 1
+
+    def correction_dim(rotations):
+        return dim * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+    if rope_scaling.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001
+    ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
+    extrapolation = 1.0 - ramp
+    pos_freqs = float(theta) ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
+    inv = (1.0 / (factor * pos_freqs)) * (1.0 - extrapolation) + (1.0 / pos_freqs) * extrapolation
+    return inv, float(attention_factor)
+
+
+def _longrope(dim, theta, rope_scaling, config, seq_len):
+    """(inv_freq, attention_factor) of LongRoPE: short_factor up to the original length, long_factor beyond."""
+    if "original_max_position_embeddings" in config or config.get("model_type") == "phi3":
+        original = int(config.get("original_max_position_embeddings", 4096))
+        factor = float(config["max_position_embeddings"]) / original
+    else:
+        original = int(config["max_position_embeddings"])
+        factor = float(rope_scaling.get("factor") or 1.0)
+    attention_factor = rope_scaling.get("attention_factor")
+    if attention_factor is None:
+        attention_factor = 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(original))
+    key = "long_factor" if seq_len is not None and seq_len > original else "short_factor"
+    ext = np.asarray(rope_scaling[key], dtype=np.float64)
+    if ext.shape != (dim // 2,):
+        raise UnsupportedError("rope_scaling.%s has %d values, expected %d" % (key, ext.size, dim // 2))
+    return 1.0 / (ext * float(theta) ** (np.arange(0, dim, 2, dtype=np.float64) / dim)), float(attention_factor)
+
+
+def rope_parameters(dim, theta, rope_scaling=None, config=None, seq_len=None):
+    """(inv_freq of length dim/2, attention_factor) in float64, HF semantics for a sequence of seq_len."""
+    config = config or {}
+    inv_freq = 1.0 / (float(theta) ** (np.arange(0, dim, 2, dtype=np.float64) / dim))
+    if rope_scaling is None:
+        return inv_freq, 1.0
+    kind = rope_scaling.get("rope_type", rope_scaling.get("type"))
+    if kind in (None, "default"):
+        return inv_freq, 1.0
+    if kind == "llama3":
+        return _llama3_inv_freq(inv_freq, rope_scaling), 1.0
+    if kind == "linear":
+        return inv_freq / float(rope_scaling["factor"]), 1.0
+    if kind == "dynamic":
+        # The base grows with a sequence longer than max_position_embeddings.
+        max_pos = int(config.get("max_position_embeddings", 2048))
+        if seq_len is None or seq_len <= max_pos:
+            return inv_freq, 1.0
+        factor = float(rope_scaling["factor"])
+        base = float(theta) * ((factor * seq_len / max_pos) - (factor - 1)) ** (dim / (dim - 2))
+        return 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)), 1.0
+    if kind == "yarn":
+        return _yarn(dim, theta, rope_scaling, int(config.get("max_position_embeddings", 2048)))
+    if kind in ("longrope", "su"):
+        return _longrope(dim, theta, rope_scaling, config, seq_len)
+    raise UnsupportedError("unsupported rope_scaling type %r" % (kind,))
+
+
+def rope_inv_freq(head_dim, theta, rope_scaling=None):
+    """Inverse frequencies (length head_dim/2) in float64, HF semantics."""
+    return rope_parameters(head_dim, theta, rope_scaling)[0]
+
+
+def rope_cos_sin(positions, inv_freq, attention_factor=1.0):
+    angles = np.outer(np.asarray(positions, dtype=np.float64), inv_freq)  # [T, R/2]
+    emb = np.concatenate([angles, angles], axis=-1)                        # [T, R]
+    return np.cos(emb) * attention_factor, np.sin(emb) * attention_factor
 
 
 def rotate_half(x):
@@ -176,8 +253,11 @@ def rotate_half(x):
 
 
 def apply_rope(x, cos, sin):
-    """x: [heads, T, D]; cos/sin: [T, D]."""
-    return x * cos[None, :, :] + rotate_half(x) * sin[None, :, :]
+    """x: [heads, T, D]; cos/sin: [T, R] with R <= D: the first R values of each head rotate."""
+    r = cos.shape[-1]
+    rot, rest = x[..., :r], x[..., r:]
+    rot = rot * cos[None, :, :] + rotate_half(rot) * sin[None, :, :]
+    return np.concatenate([rot, rest], axis=-1)
 
 
 # ---------------------------------------------------------------------------
@@ -234,14 +314,36 @@ class Model:
         self.eps = float(config.get("rms_norm_eps", 1e-6))
         theta = config.get("rope_theta")
         self.rope_theta = float(theta) if theta is not None else 10000.0
-        self.inv_freq = rope_inv_freq(self.head_dim, self.rope_theta, config.get("rope_scaling"))
+        prf = config.get("partial_rotary_factor")
+        self.rotary_dim = int(self.head_dim * float(prf)) if prf is not None else self.head_dim
+        if self.rotary_dim < 2 or self.rotary_dim % 2 != 0:
+            raise UnsupportedError("partial_rotary_factor gives %d rotary dimensions" % self.rotary_dim)
+        self.rope_scaling = config.get("rope_scaling")
+        rope_parameters(self.rotary_dim, self.rope_theta, self.rope_scaling, config)  # fail early
+        # smollm3: no_rope_layers[i] = 1 means layer i uses rope.
+        if mt == "smollm3":
+            nrl = config.get("no_rope_layers")
+            if nrl is None:
+                interval = int(config.get("no_rope_layer_interval", 4))
+                nrl = [int((i + 1) % interval != 0) for i in range(int(config["num_hidden_layers"]))]
+            self.use_rope = [bool(v) for v in nrl]
+        else:
+            self.use_rope = None
+        # granite
+        g = mt == "granite"
+        self.embedding_multiplier = float(config.get("embedding_multiplier", 1.0)) if g else 1.0
+        self.residual_multiplier = float(config.get("residual_multiplier", 1.0)) if g else 1.0
+        self.logits_scaling = float(config.get("logits_scaling", 1.0)) if g else 1.0
+        self.attention_scale = float(config.get("attention_multiplier", 1.0)) if g else None
 
         # Sliding window: this reference only does full causal attention.
         self.sliding_window = None
         sw = config.get("sliding_window")
         if mt == "mistral":
             self.sliding_window = sw
-        elif mt in ("qwen2", "qwen3") and config.get("use_sliding_window", False):
+        elif mt in ("qwen2", "qwen3", "smollm3") and config.get("use_sliding_window", False):
+            self.sliding_window = sw
+        elif mt == "phi3":
             self.sliding_window = sw
 
         attn_bias = bool(config.get("attention_bias", False))
@@ -249,7 +351,7 @@ class Model:
             self.qkv_bias, self.o_bias = True, False
         else:
             self.qkv_bias, self.o_bias = attn_bias, attn_bias
-        self.mlp_bias = bool(config.get("mlp_bias", False)) if mt == "llama" else False
+        self.mlp_bias = bool(config.get("mlp_bias", False)) if mt in ("llama", "smollm3", "granite") else False
         self.qk_norm = mt == "qwen3"
 
         def take(name, shape):
@@ -268,6 +370,8 @@ class Model:
         self.vocab = embed.shape[0]
         self.embed = embed
         inter = config.get("intermediate_size")
+        if mt == "phi3":
+            weights = self._split_fused(weights, inter)
         self.layers = []
         for i in range(self.n_layers):
             p = "model.layers.%d." % i
@@ -308,6 +412,28 @@ class Model:
         else:
             raise UnsupportedError("lm_head.weight missing and tie_word_embeddings is false")
 
+    def _split_fused(self, weights, inter):
+        """phi3's qkv_proj rows are q, k, v and gate_up_proj rows gate, up (HF's chunk order)."""
+        H, D, KV = self.n_heads, self.head_dim, self.n_kv
+        out = dict(weights)
+        for i in range(self.n_layers):
+            p = "model.layers.%d." % i
+            for fused, parts in (("self_attn.qkv_proj", (("self_attn.q_proj", H * D), ("self_attn.k_proj", KV * D),
+                                                          ("self_attn.v_proj", KV * D))),
+                                 ("mlp.gate_up_proj", (("mlp.gate_proj", int(inter)), ("mlp.up_proj", int(inter))))):
+                name = p + fused + ".weight"
+                if name not in weights:
+                    raise UnsupportedError("checkpoint lacks tensor %s" % name)
+                w = weights[name]
+                total = sum(n for _, n in parts)
+                if w.ndim != 2 or w.shape[0] != total:
+                    raise UnsupportedError("tensor %s has shape %r, expected [%d, hidden]" % (name, w.shape, total))
+                row = 0
+                for part, n in parts:
+                    out[p + part + ".weight"] = w[row:row + n]
+                    row += n
+        return out
+
     # -- forward -------------------------------------------------------------
 
     def _check_length(self, T):
@@ -316,7 +442,7 @@ class Model:
                                  "attention is not implemented by this reference"
                                  % (T, int(self.sliding_window)))
 
-    def _attention(self, L, h, cos, sin, cache_dtype):
+    def _attention(self, L, h, cos, sin, cache_dtype, use_rope=True):
         T = h.shape[0]
         H, KV, D = self.n_heads, self.n_kv, self.head_dim
         q = h @ L["q"].T
@@ -332,15 +458,17 @@ class Model:
         if self.qk_norm:
             q = rms_norm(q, L["q_norm"], self.eps)
             k = rms_norm(k, L["k_norm"], self.eps)
-        q = apply_rope(q, cos, sin)
-        k = apply_rope(k, cos, sin)
+        if use_rope:
+            q = apply_rope(q, cos, sin)
+            k = apply_rope(k, cos, sin)
         k = round_to_dtype(k, cache_dtype)
         v = round_to_dtype(v, cache_dtype)
         rep = H // KV
         if rep > 1:
             k = np.repeat(k, rep, axis=0)  # query head j uses kv head j // rep
             v = np.repeat(v, rep, axis=0)
-        scores = (q @ k.transpose(0, 2, 1)) / math.sqrt(D)   # [H, T, T]
+        scale = self.attention_scale if self.attention_scale is not None else 1.0 / math.sqrt(D)
+        scores = (q @ k.transpose(0, 2, 1)) * scale   # [H, T, T]
         future = np.triu(np.ones((T, T), dtype=bool), k=1)
         scores = np.where(future[None, :, :], -np.inf, scores)
         scores = scores - scores.max(axis=-1, keepdims=True)
@@ -373,20 +501,23 @@ class Model:
             if t < 0 or t >= self.vocab:
                 raise UnsupportedError("token id %d out of range [0, %d)" % (t, self.vocab))
         self._check_length(T)
-        cos, sin = rope_cos_sin(np.arange(T), self.inv_freq)
-        x = self.embed[np.asarray(tokens, dtype=np.int64)].copy()
-        for L in self.layers:
+        inv_freq, attention_factor = rope_parameters(self.rotary_dim, self.rope_theta, self.rope_scaling,
+                                                     self.config, seq_len=T)
+        cos, sin = rope_cos_sin(np.arange(T), inv_freq, attention_factor)
+        x = self.embed[np.asarray(tokens, dtype=np.int64)] * self.embedding_multiplier
+        for i, L in enumerate(self.layers):
+            use_rope = self.use_rope is None or self.use_rope[i]
             h = rms_norm(x, L["in_norm"], self.eps)
-            x = x + self._attention(L, h, cos, sin, cache_dtype)
+            x = x + self._attention(L, h, cos, sin, cache_dtype, use_rope) * self.residual_multiplier
             h = rms_norm(x, L["post_norm"], self.eps)
-            x = x + self._mlp(L, h)
+            x = x + self._mlp(L, h) * self.residual_multiplier
         return rms_norm(x, self.final_norm, self.eps)
 
     def logits(self, tokens, cache_dtype="float32", last_only=False):
         h = self.hidden_states(tokens, cache_dtype)
         if last_only:
             h = h[-1:]
-        return h @ self.lm_head.T
+        return (h @ self.lm_head.T) / self.logits_scaling
 
 
 def log_softmax(logits):
@@ -437,7 +568,7 @@ def parse_token_list(text):
 
 
 def run(argv=None):
-    ap = argparse.ArgumentParser(description="NumPy reference forward pass for HF llama/mistral/qwen2/qwen3 checkpoints")
+    ap = argparse.ArgumentParser(description="NumPy reference forward pass for HF llama/mistral/qwen2/qwen3/phi3/smollm3/granite checkpoints")
     ap.add_argument("checkpoint", help="checkpoint folder (config.json + safetensors)")
     ap.add_argument("--tokens", required=True, help="comma-separated prompt token ids")
     ap.add_argument("--steps", type=int, default=0, help="greedy decoding steps (default 0)")

@@ -34,15 +34,32 @@ def _norm(v, w, eps):
     return w * (v / math.sqrt(float(np.dot(v, v)) / v.size + eps))
 
 
-def _rotate(v, pos, freqs):
-    half = v.size // 2
-    a, b = v[:half], v[half:]
-    c = np.array([math.cos(pos * f) for f in freqs])
-    s = np.array([math.sin(pos * f) for f in freqs])
-    return np.concatenate([a * c - b * s, b * c + a * s])
+def _rotate(v, pos, freqs, factor=1.0):
+    """Rotates the first 2 * len(freqs) values of v in pairs (i, i + len(freqs)); the rest pass."""
+    half = len(freqs)
+    out = v.copy()
+    for i, f in enumerate(freqs):
+        c, s = math.cos(pos * f) * factor, math.sin(pos * f) * factor
+        out[i] = v[i] * c - v[i + half] * s
+        out[i + half] = v[i + half] * c + v[i] * s
+    return out
 
 
-def incremental_logits(cfg, w, tokens, inv_freq=None, fp16_cache=False):
+def _layer_weight(w, p, name, rows):
+    """The [rows] of a projection, from phi3's fused qkv_proj / gate_up_proj when the layer has one."""
+    fused = {"q_proj": ("self_attn.qkv_proj", 0), "k_proj": ("self_attn.qkv_proj", 1),
+             "v_proj": ("self_attn.qkv_proj", 2), "gate_proj": ("mlp.gate_up_proj", 0),
+             "up_proj": ("mlp.gate_up_proj", 1)}
+    full = p + ("self_attn." if name in ("q_proj", "k_proj", "v_proj") else "mlp.") + name + ".weight"
+    if full in w:
+        return w[full]
+    tensor, index = fused[name]
+    whole = w[p + tensor + ".weight"]
+    start = sum(rows[:index])
+    return whole[start:start + rows[index]]
+
+
+def incremental_logits(cfg, w, tokens, inv_freq=None, fp16_cache=False, attention_factor=1.0):
     mt = cfg["model_type"]
     E = cfg["hidden_size"]
     H = cfg["num_attention_heads"]
@@ -57,6 +74,13 @@ def incremental_logits(cfg, w, tokens, inv_freq=None, fp16_cache=False):
     qkv_bias = mt == "qwen2" or cfg.get("attention_bias", False)
     o_bias = mt != "qwen2" and cfg.get("attention_bias", False)
     head = w["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings") else w["lm_head.weight"]
+    granite = mt == "granite"
+    emb_mult = cfg.get("embedding_multiplier", 1.0) if granite else 1.0
+    res_mult = cfg.get("residual_multiplier", 1.0) if granite else 1.0
+    logits_div = cfg.get("logits_scaling", 1.0) if granite else 1.0
+    scale = cfg.get("attention_multiplier", 1.0) if granite else 1.0 / math.sqrt(D)
+    nope = [v == 0 for v in cfg.get("no_rope_layers", [])] if mt == "smollm3" else []
+    F = cfg["intermediate_size"]
     k_cache = [[[] for _ in range(KV)] for _ in range(n_layers)]
     v_cache = [[[] for _ in range(KV)] for _ in range(n_layers)]
 
@@ -65,13 +89,15 @@ def incremental_logits(cfg, w, tokens, inv_freq=None, fp16_cache=False):
 
     rows = []
     for pos, tok in enumerate(tokens):
-        x = w["model.embed_tokens.weight"][tok].copy()
+        x = w["model.embed_tokens.weight"][tok] * emb_mult
         for li in range(n_layers):
             p = "model.layers.%d." % li
+            freqs = [] if li < len(nope) and nope[li] else inv_freq
+            qkv_rows = [H * D, KV * D, KV * D]
             h = _norm(x, w[p + "input_layernorm.weight"], eps)
-            q = w[p + "self_attn.q_proj.weight"].dot(h)
-            k = w[p + "self_attn.k_proj.weight"].dot(h)
-            v = w[p + "self_attn.v_proj.weight"].dot(h)
+            q = _layer_weight(w, p, "q_proj", qkv_rows).dot(h)
+            k = _layer_weight(w, p, "k_proj", qkv_rows).dot(h)
+            v = _layer_weight(w, p, "v_proj", qkv_rows).dot(h)
             if qkv_bias:
                 q = q + w[p + "self_attn.q_proj.bias"]
                 k = k + w[p + "self_attn.k_proj.bias"]
@@ -80,17 +106,17 @@ def incremental_logits(cfg, w, tokens, inv_freq=None, fp16_cache=False):
                 kj = k[j * D:(j + 1) * D]
                 if mt == "qwen3":
                     kj = _norm(kj, w[p + "self_attn.k_norm.weight"], eps)
-                k_cache[li][j].append(store(_rotate(kj, pos, inv_freq)))
+                k_cache[li][j].append(store(_rotate(kj, pos, freqs, attention_factor if len(freqs) else 1.0)))
                 v_cache[li][j].append(store(v[j * D:(j + 1) * D]))
             attn = np.zeros(H * D)
             for a in range(H):
                 qa = q[a * D:(a + 1) * D]
                 if mt == "qwen3":
                     qa = _norm(qa, w[p + "self_attn.q_norm.weight"], eps)
-                qa = _rotate(qa, pos, inv_freq)
+                qa = _rotate(qa, pos, freqs, attention_factor if len(freqs) else 1.0)
                 keys = k_cache[li][a // group]
                 vals = v_cache[li][a // group]
-                s = np.array([float(np.dot(qa, kk)) for kk in keys]) / math.sqrt(D)
+                s = np.array([float(np.dot(qa, kk)) for kk in keys]) * scale
                 e = np.exp(s - s.max())
                 e /= e.sum()
                 acc = np.zeros(D)
@@ -100,12 +126,12 @@ def incremental_logits(cfg, w, tokens, inv_freq=None, fp16_cache=False):
             o = w[p + "self_attn.o_proj.weight"].dot(attn)
             if o_bias:
                 o = o + w[p + "self_attn.o_proj.bias"]
-            x = x + o
+            x = x + o * res_mult
             h = _norm(x, w[p + "post_attention_layernorm.weight"], eps)
-            g = w[p + "mlp.gate_proj.weight"].dot(h)
-            u = w[p + "mlp.up_proj.weight"].dot(h)
-            x = x + w[p + "mlp.down_proj.weight"].dot(g / (1.0 + np.exp(-g)) * u)
-        rows.append(head.dot(_norm(x, w["model.norm.weight"], eps)))
+            g = _layer_weight(w, p, "gate_proj", [F, F]).dot(h)
+            u = _layer_weight(w, p, "up_proj", [F, F]).dot(h)
+            x = x + w[p + "mlp.down_proj.weight"].dot(g / (1.0 + np.exp(-g)) * u) * res_mult
+        rows.append(head.dot(_norm(x, w["model.norm.weight"], eps)) / logits_div)
     return np.array(rows)
 
 
@@ -349,6 +375,154 @@ class ForwardTest(Base):
         h = m.hidden_states([1, 2, 3])
         np.testing.assert_array_equal(m.logits([1, 2, 3]), h @ stored["model.embed_tokens.weight"].T)
 
+# Families beyond llama's layout, with the constants of their configs worked out here.
+PHI3_LONGROPE = {"type": "longrope", "short_factor": [1.0, 1.25, 1.5, 2.0, 3.0, 4.0],
+                 "long_factor": [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]}
+PHI3_EXTRA = {"partial_rotary_factor": 0.75, "original_max_position_embeddings": 8, "rope_scaling": PHI3_LONGROPE}
+GRANITE_EXTRA = {"embedding_multiplier": 12.0, "residual_multiplier": 0.22, "attention_multiplier": 0.05,
+                 "logits_scaling": 2.5}
+
+
+class FamilyTest(Base):
+    def test_incremental_matches_full_sequence(self):
+        toks = [3, 17, 250, 42, 42, 0]  # 6 <= original_max_position_embeddings 8: short factors
+        D, R = 16, 12
+        # phi3: max 64 / original 8 = factor 8, attention factor sqrt(1 + ln 8 / ln 8) = sqrt(2).
+        short = [10000.0 ** (-(2.0 * i) / R) / f for i, f in enumerate(PHI3_LONGROPE["short_factor"])]
+        plain = [10000.0 ** (-(2.0 * i) / D) for i in range(D // 2)]
+        variants = [
+            (dict(model_type="phi3", max_position_embeddings=64, extra=PHI3_EXTRA, tie_word_embeddings=True),
+             short, math.sqrt(2.0)),
+            (dict(model_type="smollm3", num_hidden_layers=3, extra={"no_rope_layers": [1, 0, 1]}), plain, 1.0),
+            (dict(model_type="granite", extra=GRANITE_EXTRA), plain, 1.0),
+        ]
+        for kw, freqs, factor in variants:
+            with self.subTest(model_type=kw["model_type"]):
+                d, cfg, stored = self.ckpt(seed=13, **kw)
+                full = self.model(d).logits(toks)
+                inc = incremental_logits(cfg, stored, toks, inv_freq=freqs, attention_factor=factor)
+                self.assertLess(np.abs(full - inc).max(), 1e-9)
+                self.assertGreater(np.abs(full[0] - full[-1]).max(), 1e-2)
+
+    def test_phi3_fused_projections_equal_llama_split_ones(self):
+        toks = [5, 6, 7, 200, 31]
+        d1, cfg, stored = self.ckpt(model_type="llama", seed=3)
+        fused = dict(stored)
+        for i in range(cfg["num_hidden_layers"]):
+            p = "model.layers.%d." % i
+            fused[p + "self_attn.qkv_proj.weight"] = np.concatenate(
+                [fused.pop(p + "self_attn.%s_proj.weight" % n) for n in "qkv"])
+            fused[p + "mlp.gate_up_proj.weight"] = np.concatenate(
+                [fused.pop(p + "mlp.gate_proj.weight"), fused.pop(p + "mlp.up_proj.weight")])
+        d2, _, _ = self.ckpt(model_type="phi3", weights=fused)
+        np.testing.assert_array_equal(self.model(d2).logits(toks), self.model(d1).logits(toks))
+        # gate and up swapped must differ: the first half of gate_up_proj is the gate.
+        swapped = dict(fused)
+        for i in range(cfg["num_hidden_layers"]):
+            key = "model.layers.%d.mlp.gate_up_proj.weight" % i
+            half = swapped[key].shape[0] // 2
+            swapped[key] = np.concatenate([swapped[key][half:], swapped[key][:half]])
+        d3, _, _ = self.ckpt(model_type="phi3", weights=swapped)
+        self.assertGreater(np.abs(self.model(d3).logits(toks) - self.model(d1).logits(toks)).max(), 1e-6)
+
+    def test_smollm3_rope_layers(self):
+        toks = [9, 8, 7, 6, 5, 4]
+        d1, _, w = self.ckpt(model_type="llama", num_hidden_layers=3, seed=8)
+        d2, _, _ = self.ckpt(model_type="smollm3", num_hidden_layers=3, weights=w, extra={"no_rope_layers": [1, 1, 1]})
+        np.testing.assert_array_equal(self.model(d2).logits(toks), self.model(d1).logits(toks))
+        # The default interval 3 makes layer 2 go without rope, as the explicit list does.
+        d3, _, _ = self.ckpt(model_type="smollm3", num_hidden_layers=3, weights=w, extra={"no_rope_layer_interval": 3})
+        d4, _, _ = self.ckpt(model_type="smollm3", num_hidden_layers=3, weights=w, extra={"no_rope_layers": [1, 1, 0]})
+        self.assertEqual(self.model(d3).use_rope, [True, True, False])
+        np.testing.assert_array_equal(self.model(d3).logits(toks), self.model(d4).logits(toks))
+        self.assertGreater(np.abs(self.model(d4).logits(toks) - self.model(d1).logits(toks)).max(), 1e-6)
+
+    def test_granite_multipliers(self):
+        toks = [1, 2, 3, 4, 100]
+        d1, cfg, w = self.ckpt(model_type="llama", seed=6)
+        D = cfg["hidden_size"] // cfg["num_attention_heads"]
+        neutral = {"embedding_multiplier": 1.0, "residual_multiplier": 1.0, "attention_multiplier": D ** -0.5,
+                   "logits_scaling": 1.0}
+        d2, _, _ = self.ckpt(model_type="granite", weights=w, extra=neutral)
+        base = self.model(d1).logits(toks)
+        self.assertLess(np.abs(self.model(d2).logits(toks) - base).max(), 1e-12)
+        d3, _, _ = self.ckpt(model_type="granite", weights=w, extra=dict(neutral, logits_scaling=4.0))
+        self.assertLess(np.abs(self.model(d3).logits(toks) * 4.0 - base).max(), 1e-12)
+        for key, value in (("embedding_multiplier", 3.0), ("residual_multiplier", 0.5), ("attention_multiplier", 1.0)):
+            d4, _, _ = self.ckpt(model_type="granite", weights=w, extra=dict(neutral, **{key: value}))
+            self.assertGreater(np.abs(self.model(d4).logits(toks) - base).max(), 1e-6, key)
+
+    def test_phi3_sliding_window_and_fused_shape_errors(self):
+        d, _, _ = self.ckpt(model_type="phi3", sliding_window=4)
+        with self.assertRaises(ref.UnsupportedError):
+            self.model(d).logits([1, 2, 3, 4, 5])
+        self.assertEqual(self.model(d).logits([1, 2, 3, 4]).shape[0], 4)
+        cfg, w = ref.load_checkpoint(d)
+        w["model.layers.0.self_attn.qkv_proj.weight"] = w["model.layers.0.self_attn.qkv_proj.weight"][:-1]
+        with self.assertRaisesRegex(ref.UnsupportedError, "qkv_proj"):
+            ref.Model(cfg, w)
+
+
+class RopeTypesTest(Base):
+    def test_partial_rotary_rotates_the_leading_values(self):
+        x = np.arange(2 * 3 * 8, dtype=np.float64).reshape(2, 3, 8) / 10.0
+        inv, _ = ref.rope_parameters(4, 100.0)
+        cos, sin = ref.rope_cos_sin(np.arange(3), inv, 1.5)
+        got = ref.apply_rope(x, cos, sin)
+        for h in range(2):
+            for t in range(3):
+                np.testing.assert_allclose(got[h, t], _rotate(x[h, t], t, [1.0, 0.1], 1.5), rtol=0, atol=1e-14)
+                np.testing.assert_array_equal(got[h, t, 4:], x[h, t, 4:])
+
+    def test_linear_and_dynamic(self):
+        base, one = ref.rope_parameters(16, 10000.0)
+        self.assertEqual(one, 1.0)
+        lin, f = ref.rope_parameters(16, 10000.0, {"type": "linear", "factor": 4.0})
+        np.testing.assert_allclose(lin, base / 4.0, rtol=1e-15)
+        self.assertEqual(f, 1.0)
+        dyn = {"rope_type": "dynamic", "factor": 2.0}
+        cfg = {"max_position_embeddings": 100}
+        for T in (1, 100):
+            np.testing.assert_array_equal(ref.rope_parameters(16, 10000.0, dyn, cfg, seq_len=T)[0], base)
+        # seq_len 200 = 2 * 100: base * (2 * 2 - 1) ^ (16 / 14).
+        grown = 10000.0 * 3.0 ** (16.0 / 14.0)
+        want = np.array([grown ** (-(2.0 * i) / 16) for i in range(8)])
+        np.testing.assert_allclose(ref.rope_parameters(16, 10000.0, dyn, cfg, seq_len=200)[0], want, rtol=1e-13)
+
+    def test_yarn(self):
+        D, theta = 16, 10000.0
+        sc = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64, "beta_fast": 32,
+              "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 0.5}
+        inv, factor = ref.rope_parameters(D, theta, sc, {"max_position_embeddings": 512})
+        # (1 + 0.1 ln 4) / (1 + 0.05 ln 4)
+        self.assertAlmostEqual(factor, (1 + 0.1 * math.log(4)) / (1 + 0.05 * math.log(4)), places=15)
+        # Correction range by hand: dims floor(-0.99) -> 0 to ceil(2.016) = 3; the ramp is i / 3.
+        self.assertLess(16 * math.log(64 / (32 * 2 * math.pi)) / (2 * math.log(theta)), 0)
+        self.assertAlmostEqual(16 * math.log(64 / (2 * math.pi)) / (2 * math.log(theta)), 2.016, places=4)
+        for i in range(8):
+            f = theta ** (-(2.0 * i) / D)
+            ramp = min(i / 3.0, 1.0)
+            self.assertAlmostEqual(inv[i] / (f / 4.0 * ramp + f * (1 - ramp)), 1.0, places=13)
+        # Without mscale: 0.1 ln 4 + 1; an explicit attention_factor wins.
+        self.assertAlmostEqual(ref.rope_parameters(D, theta, {"rope_type": "yarn", "factor": 4.0})[1],
+                               0.1 * math.log(4) + 1, places=15)
+        self.assertEqual(ref.rope_parameters(D, theta, dict(sc, attention_factor=0.7))[1], 0.7)
+
+    def test_longrope(self):
+        cfg = {"model_type": "phi3", "max_position_embeddings": 64, "original_max_position_embeddings": 8}
+        base = np.array([10000.0 ** (-(2.0 * i) / 12) for i in range(6)])
+        for T, key in ((1, "short_factor"), (8, "short_factor"), (9, "long_factor")):
+            inv, factor = ref.rope_parameters(12, 10000.0, PHI3_LONGROPE, cfg, seq_len=T)
+            np.testing.assert_allclose(inv, base / np.array(PHI3_LONGROPE[key]), rtol=1e-14, err_msg=key)
+            self.assertAlmostEqual(factor, math.sqrt(2.0), places=15)  # sqrt(1 + ln(64/8) / ln 8)
+        su = dict(PHI3_LONGROPE, type="su")
+        np.testing.assert_array_equal(ref.rope_parameters(12, 10000.0, su, cfg, seq_len=4)[0],
+                                      ref.rope_parameters(12, 10000.0, PHI3_LONGROPE, cfg, seq_len=4)[0])
+        given = dict(PHI3_LONGROPE, attention_factor=1.1)
+        self.assertEqual(ref.rope_parameters(12, 10000.0, given, cfg, seq_len=4)[1], 1.1)
+        with self.assertRaises(ref.UnsupportedError):
+            ref.rope_parameters(16, 10000.0, PHI3_LONGROPE, cfg, seq_len=4)  # 8 frequencies, 6 factors
+
 
 class CliTest(Base):
     def run_cli(self, d, *extra):
@@ -422,7 +596,7 @@ class CliTest(Base):
         with open(os.path.join(d, "config.json"), "w") as f:
             json.dump(c, f)
         cases.append((d, "model_type", "1,2,3"))
-        d, _, _ = self.ckpt(model_type="llama", rope_scaling={"rope_type": "yarn", "factor": 4.0})
+        d, _, _ = self.ckpt(model_type="llama", rope_scaling={"rope_type": "ntk-by-parts", "factor": 4.0})
         cases.append((d, "rope_scaling", "1,2,3"))
         d, _, _ = self.ckpt(model_type="mistral", sliding_window=4)
         cases.append((d, "sliding_window", "1,2,3,4,5"))
