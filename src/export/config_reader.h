@@ -51,15 +51,13 @@ struct ConfigReader {
 
   bool boolean(const char* key, bool fallback) const {
     if (!has(key)) return fallback;
-    if (!j[key].is_boolean())
-      fail(origin, ": config field '", prefix, key, "' = ", j[key].dump(), " is not a boolean");
+    if (!j[key].is_boolean()) fail(origin, ": config field '", prefix, key, "' = ", j[key].dump(), " is not a boolean");
     return j[key].get<bool>();
   }
 
   // A list of exactly `length` numbers in [min, max].
   std::vector<double> numbers(const char* key, size_t length, double min, double max) const {
-    if (!has(key) || !j[key].is_array())
-      fail(origin, ": config field '", prefix, key, "' is missing or not a list");
+    if (!has(key) || !j[key].is_array()) fail(origin, ": config field '", prefix, key, "' is missing or not a list");
     const nlohmann::json& v = j[key];
     if (v.size() != length)
       fail(origin, ": config field '", prefix, key, "' has ", v.size(), " values where ", length, " are needed");

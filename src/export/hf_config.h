@@ -12,7 +12,7 @@ namespace hfstatic {
 struct RopeScaling {
   std::string type;  // llama3, linear, dynamic, yarn, longrope
   double factor = 1, low_freq_factor = 1, high_freq_factor = 4, original_max_position_embeddings = 8192;
-  double beta_fast = 32, beta_slow = 1;                           // yarn
+  double beta_fast = 32, beta_slow = 1;                            // yarn
   std::optional<double> mscale, mscale_all_dim, attention_factor;  // yarn; attention_factor for longrope too
   bool truncate = true;                                            // yarn
   std::vector<double> short_factor, long_factor;                   // longrope: rotary_dim / 2 each
