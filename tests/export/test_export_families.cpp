@@ -150,5 +150,42 @@ TEST_F(ExportFamilies, GraniteMultipliers) {
   EXPECT_FALSE(nodes_of(*llama, "attention")[0]->attrs.contains("scale"));
 }
 
+TEST(FamilyPresets, RealShapesParseAndBuild) {
+  for (const char* name : {"phi-3-mini-4k", "phi-4-mini", "smollm3-3b", "granite-3.1-2b"}) {
+    SCOPED_TRACE(name);
+    const HfConfig c = HfConfig::parse(json::parse(find_checkpoint_preset(name).config_json), name);
+    GraphOptions g;
+    g.max_context = 2047;  // Phi-3-mini-4k's window
+    g.prefill_len = 64;
+    const BuiltProgram p = build_program(c, g);
+    EXPECT_EQ(p.spec.methods.size(), 2u);
+  }
+  const HfConfig phi4 = HfConfig::parse(json::parse(find_checkpoint_preset("phi-4-mini").config_json), "phi-4-mini");
+  EXPECT_EQ(phi4.rotary_dim, 96);
+  EXPECT_TRUE(phi4.fused_projections && phi4.tie_word_embeddings);
+  GraphOptions g;
+  g.max_context = 4096;
+  const BuiltProgram p = build_program(phi4, g);
+  for (const NodeSpec& n : p.spec.methods[0].nodes)
+    if (n.op == "rope") {
+      // 131072 / 4096 = 32: sqrt(1 + ln 32 / ln 4096) = sqrt(1 + 5 / 12); short factors all 1.
+      EXPECT_NEAR(n.attrs["attention_factor"].get<double>(), std::sqrt(17.0 / 12.0), 1e-15);
+      ASSERT_EQ(n.attrs["inv_freq"].size(), 48u);
+      EXPECT_NEAR(n.attrs["inv_freq"][47].get<double>(), std::pow(10000.0, -94.0 / 96), 1e-18);
+    }
+  g.max_context = 4097;
+  EXPECT_THAT(test::error_of([&] { build_program(phi4, g); }),
+              testing::HasSubstr("--max-context 4097 exceeds original_max_position_embeddings 4096"));
+  // Phi-3-mini-4k's window of 2047 covers a context up to 2047 only.
+  const HfConfig phi3 =
+      HfConfig::parse(json::parse(find_checkpoint_preset("phi-3-mini-4k").config_json), "phi-3-mini-4k");
+  EXPECT_THAT(test::error_of([&] { build_program(phi3, g); }),
+              testing::HasSubstr("config field 'sliding_window' = 2047 is smaller than max_context 4097"));
+  // SmolLM3-3B: every 4th layer without rope.
+  const HfConfig smol = HfConfig::parse(json::parse(find_checkpoint_preset("smollm3-3b").config_json), "smollm3");
+  ASSERT_EQ(smol.rope_layers.size(), 36u);
+  for (size_t l = 0; l < 36; ++l) EXPECT_EQ(smol.rope_layers[l], (l + 1) % 4 != 0) << l;
+}
+
 }  // namespace
 }  // namespace hfstatic
