@@ -2,17 +2,6 @@
 
 namespace hfstatic {
 
-// Phi-4-mini's rope_scaling as microsoft/Phi-4-mini-instruct ships it (config.json).
-#define PHI4_MINI_LONG_FACTOR                                                                        \
-  "["                                                                                                \
-  "1,1.118320672,1.250641126,1.398617824,1.564103225,1.74916897,1.956131817,2.187582649,"            \
-  "2.446418898,2.735880826,3.059592084,3.421605075,3.826451687,4.279200023,4.785517845,5.351743533," \
-  "5.984965424,6.693110555,7.485043894,8.370679318,9.36110372,10.4687158,11.70738129,13.09260651,"   \
-  "14.64173252,16.37415215,18.31155283,20.47818807,22.90118105,25.61086418,28.64115884,32.03,"       \
-  "32.1,32.13,32.23,32.6,32.61,32.64,32.66,32.7,"                                                    \
-  "32.71,32.93,32.97,33.28,33.49,33.5,44.16,47.77"                                                   \
-  "]"
-
 const std::vector<CheckpointPreset>& family_checkpoint_presets() {
   static const std::vector<CheckpointPreset> presets = {
       {"tiny-phi3", "tiny phi3 like Phi-4-mini: fused qkv/gate_up, partial rotary, longrope, tied (tests)",
@@ -55,6 +44,7 @@ const std::vector<CheckpointPreset>& family_checkpoint_presets() {
            "bos_token_id":1,"eos_token_id":32000,"pad_token_id":32000,"hidden_act":"silu",
            "attention_bias":false,"torch_dtype":"bfloat16"})",
        DType::BF16, 0.02},
+      // rope_scaling as microsoft/Phi-4-mini-instruct's config.json has it.
       {"phi-4-mini", "Phi-4-mini shapes (phi3, 32 layers, partial rotary 0.75, longrope, tied)",
        R"({"architectures":["Phi3ForCausalLM"],"model_type":"phi3","hidden_size":3072,"intermediate_size":8192,
            "num_hidden_layers":32,"num_attention_heads":24,"num_key_value_heads":8,"vocab_size":200064,
@@ -62,7 +52,13 @@ const std::vector<CheckpointPreset>& family_checkpoint_presets() {
            "rope_scaling":{"type":"longrope","short_factor":[
              1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,
              1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0,1.0],
-                           "long_factor":)" PHI4_MINI_LONG_FACTOR R"(},
+                           "long_factor":[
+             1,1.118320672,1.250641126,1.398617824,1.564103225,1.74916897,1.956131817,2.187582649,
+             2.446418898,2.735880826,3.059592084,3.421605075,3.826451687,4.279200023,4.785517845,5.351743533,
+             5.984965424,6.693110555,7.485043894,8.370679318,9.36110372,10.4687158,11.70738129,13.09260651,
+             14.64173252,16.37415215,18.31155283,20.47818807,22.90118105,25.61086418,28.64115884,32.03,
+             32.1,32.13,32.23,32.6,32.61,32.64,32.66,32.7,
+             32.71,32.93,32.97,33.28,33.49,33.5,44.16,47.77]},
            "rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":true,"sliding_window":262144,
            "bos_token_id":199999,"eos_token_id":[200020,199999],"pad_token_id":199999,"hidden_act":"silu",
            "attention_bias":false,"lm_head_bias":false,"mlp_bias":false,"torch_dtype":"bfloat16"})",
