@@ -5,7 +5,8 @@
 // the executor's idle prefetch. The weights cycle through enough copies that every call reads
 // them from memory. Prints a table; not a test.
 //
-//   bench_linear_decode [--threads 1,2] [--reps 7] [--isa avx2] [--only model|shapes] [--format int4]
+//   bench_linear_decode [--threads 1,2] [--reps 7] [--isa avx2] [--only model|shapes] [--format int4] [--hot 1]
+//   (--hot 1: the single-matrix shapes from one copy, in cache: the kernels' compute bound)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -37,6 +38,7 @@ const Format kFormats[] = {
     {"int4 g32", DType::I4, 32}, {"int4 g128", DType::I4, 128},
 };
 
+bool hot = false;
 std::string format_filter;  // --format: only the formats whose name contains it (float16 always runs)
 bool selected(const Format& f) {
   return f.type == DType::F16 || std::string(f.name).find(format_filter) != std::string::npos;
@@ -136,7 +138,7 @@ void shapes(const kernels::KernelTable& k, ThreadPool& pool, int reps, double re
       if (!selected(f)) continue;
       // Copies enough to hold 256 MiB: each call reads its matrix from memory.
       const int64_t one = Matrix(f, 1, s.in, 1).bytes * s.out;
-      const int64_t copies = std::max<int64_t>(2, (int64_t(256) << 20) / one);
+      const int64_t copies = hot ? 1 : std::max<int64_t>(2, (int64_t(256) << 20) / one);
       std::vector<std::unique_ptr<Matrix>> m;
       std::vector<Call> calls;
       for (int64_t c = 0; c < copies; ++c) {
@@ -200,6 +202,8 @@ int run(int argc, char** argv) {
       isa = kernels::best_isa(v == "scalar" ? kernels::Isa::Scalar
                               : v == "avx2" ? kernels::Isa::Avx2
                                             : kernels::Isa::Avx512);
+    } else if (a == "--hot") {
+      hot = v == "1";
     } else if (a == "--format") {
       format_filter = v;
     } else if (a == "--only") {
