@@ -146,9 +146,11 @@ std::string name(const Quantized& m, int64_t rows) {
 struct Shape {
   int64_t rows, in, out;
 };
-const Shape kShapes[] = {{1, 128, 1},   {1, 256, 67},  {2, 384, 13},   {3, 128, 130}, {1, 1536, 70},
-                         {1, 640, 200}, {4, 128, 13},  {5, 384, 29},   {17, 256, 7},  {40, 96 * 4, 30},
-                         {70, 512, 37}, {33, 2176, 9}, {100, 1024, 25}};
+// Odd counts of 32-value blocks (96, 160, 288, 480: an int4 block without a pair at the end,
+// after a whole or a partial set of 8 groups) and rows of fewer than 8 groups too.
+const Shape kShapes[] = {{1, 96, 9},   {2, 160, 70}, {1, 288, 33},     {3, 480, 65},  {4, 96, 13},   {1, 128, 1},
+                         {1, 256, 67}, {2, 384, 13}, {3, 128, 130},    {1, 1536, 70}, {1, 640, 200}, {4, 128, 13},
+                         {5, 384, 29}, {17, 256, 7}, {40, 96 * 4, 30}, {70, 512, 37}, {33, 2176, 9}, {100, 1024, 25}};
 const int64_t kGroups[] = {32, 64, 128};
 const DType kQuantTypes[] = {DType::I8, DType::I4};
 
