@@ -220,7 +220,7 @@ OpSignature check_linear(const std::vector<OpOperand>& in, const json& attrs) {
     expect_float_weight(1, in[1]);
     expect_rank(1, in[1], 2);
   }
-  if (w[1] != x[2]) fail(describe(1, in[1]), " must have ", x[2], " input features to match ", describe(0, in[0]));
+  if (w[1] != x[2]) fail(describe(1, in[1]), " must have ", x[2], " columns to match ", describe(0, in[0]));
   if (in.size() == bias_at + 1) {
     expect_float(bias_at, in[bias_at]);
     expect_rank(bias_at, in[bias_at], 1);
