@@ -2,10 +2,11 @@
 // bytes read (values + scales) against the machine's read pass, for the smollm2-135m matrices
 // one at a time and for a whole decode step's products (30 layers: q/k/v and gate/up as groups
 // with the folded rms_norm, o, down with the folded silu_mul, then the 49152-row lm_head), with
-// the executor's idle prefetch. The weights cycle through enough copies that every call reads
+// the executor's idle prefetch; and the layers' products over a 128-row prompt (the blocked
+// multiply, GFLOP/s). The weights cycle through enough copies that every call reads
 // them from memory. Prints a table; not a test.
 //
-//   bench_linear_decode [--threads 1,2] [--reps 7] [--isa avx2] [--only model|shapes] [--format int4] [--hot 1]
+//   bench_linear_decode [--threads 1,2] [--reps 7] [--isa avx2] [--only model|shapes|prefill] [--format int4] [--hot 1]
 //   (--hot 1: the single-matrix shapes from one copy, in cache: the kernels' compute bound)
 #include <algorithm>
 #include <chrono>
@@ -21,6 +22,7 @@
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
 #include "kernels/thread_pool.h"
+#include "util/huge_pages.h"
 
 namespace hfstatic {
 namespace {
@@ -49,36 +51,54 @@ uint64_t next(uint64_t& s) {
   return s;
 }
 
+// Memory advised huge pages, as a program's weights are (MappedFile::open), handed out in order
+// in 64-byte aligned pieces; 2 GiB reserved, touched only as used.
+class Arena {
+ public:
+  Arena() : base_(static_cast<uint8_t*>(std::aligned_alloc(size_t(2) << 20, kBytes)), std::free) {
+    advise_huge_pages(base_.get(), kBytes);
+  }
+  uint8_t* take(int64_t bytes) {
+    uint8_t* p = base_.get() + used_;
+    used_ += (bytes + 63) / 64 * 64;
+    if (used_ > int64_t(kBytes)) std::abort();
+    return p;
+  }
+
+ private:
+  static constexpr size_t kBytes = size_t(2) << 30;
+  std::unique_ptr<uint8_t[], void (*)(void*)> base_;
+  int64_t used_ = 0;
+};
+
 // A matrix [out, in] in a format: random values (float16 in [-0.25, 0.25), int8 in [-127, 127],
 // any nibbles) and float16 scales.
 struct Matrix {
-  std::unique_ptr<uint8_t[]> w;
-  std::unique_ptr<uint16_t[]> scales;
+  uint8_t* w = nullptr;
+  uint16_t* scales = nullptr;
   int64_t out = 0, in = 0, bytes = 0;
   Format format{};
 
-  Matrix(const Format& f, int64_t out_, int64_t in_, uint64_t seed) : out(out_), in(in_), format(f) {
+  Matrix(Arena& arena, const Format& f, int64_t out_, int64_t in_, uint64_t seed) : out(out_), in(in_), format(f) {
     const int64_t wb = dtype_bytes(f.type, out * in), sb = f.group ? out * (in / f.group) * 2 : 0;
     bytes = wb + sb;
-    w.reset(new uint8_t[size_t(wb)]);
+    w = arena.take(wb);
     uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
     if (f.type == DType::F16) {
-      uint16_t* h = reinterpret_cast<uint16_t*>(w.get());
+      uint16_t* h = reinterpret_cast<uint16_t*>(w);
       for (int64_t i = 0; i < out * in; ++i) h[i] = f32_to_f16(float(int64_t(next(s) % 2001) - 1000) / 4000.0f);
     } else {
       for (int64_t i = 0; i < wb; ++i) {
         const uint8_t b = uint8_t(next(s));
-        w[size_t(i)] = f.type == DType::I8 && b == 0x80 ? 0 : b;
+        w[i] = f.type == DType::I8 && b == 0x80 ? 0 : b;
       }
     }
     if (f.group) {
-      scales.reset(new uint16_t[size_t(sb / 2)]);
-      for (int64_t i = 0; i < sb / 2; ++i) scales[size_t(i)] = f32_to_f16(float(next(s) % 1000 + 1) * 1e-5f);
+      scales = reinterpret_cast<uint16_t*>(arena.take(sb));
+      for (int64_t i = 0; i < sb / 2; ++i) scales[i] = f32_to_f16(float(next(s) % 1000 + 1) * 1e-5f);
     }
   }
-  LinearOutput output(float* y) const {
-    return {w.get(), format.type, out, nullptr, DType::F32, y, {scales.get(), format.group}};
-  }
+  LinearOutput output(float* y) const { return {w, format.type, out, nullptr, DType::F32, y, {scales, format.group}}; }
 };
 
 // One call of a decode step: a group of products of the same x, maybe with a folded op.
@@ -89,11 +109,16 @@ struct Call {
 
 // Runs the calls in order, each under the idle prefetch of the next one's first reads, `reps`
 // times through; returns the seconds of the fastest pass.
-double run_calls(const kernels::KernelTable& k, ThreadPool& pool, const std::vector<Call>& calls, int reps) {
+double run_calls(const kernels::KernelTable& k, ThreadPool& pool, const std::vector<Call>& calls, int reps,
+                 int64_t rows = 1) {
   ScopedThreadPool scope(&pool);
   const int64_t in_max = 1536;
-  std::vector<float> x(size_t(in_max), 0.5f), up(size_t(in_max), 0.25f), norm(size_t(in_max), 1.0f);
-  std::vector<std::vector<float>> ys(4, std::vector<float>(size_t(49152)));
+  std::vector<float> x(size_t(rows * in_max)), up(x.size()), norm(size_t(in_max), 1.0f);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 17) / 17.0f - 0.5f, up[i] = float(i % 13) / 13.0f;
+  int64_t out_max = 0;
+  for (const Call& c : calls)
+    for (const Matrix* m : c.products) out_max = std::max(out_max, m->out);
+  std::vector<std::vector<float>> ys(4, std::vector<float>(size_t(rows * out_max)));
   std::vector<std::vector<LinearOutput>> outputs(calls.size());
   for (size_t c = 0; c < calls.size(); ++c)
     for (size_t i = 0; i < calls[c].products.size(); ++i)
@@ -101,7 +126,7 @@ double run_calls(const kernels::KernelTable& k, ThreadPool& pool, const std::vec
   std::vector<std::vector<PrefetchRange>> first(calls.size());
   for (size_t c = 0; c < calls.size(); ++c) {
     const auto& next_call = outputs[(c + 1) % calls.size()];
-    first[c] = k.linear_group_first_reads(1, calls[(c + 1) % calls.size()].products[0]->in, next_call.data(),
+    first[c] = k.linear_group_first_reads(rows, calls[(c + 1) % calls.size()].products[0]->in, next_call.data(),
                                           int(next_call.size()), pool.threads(), size_t(256) << 10);
   }
   double best = 1e30;
@@ -112,7 +137,7 @@ double run_calls(const kernels::KernelTable& k, ThreadPool& pool, const std::vec
       kernels::LinearFusion fusion;
       if (calls[c].fold == 1) fusion.norm_w = norm.data(), fusion.norm_type = DType::F32, fusion.norm_eps = 1e-5f;
       if (calls[c].fold == 2) fusion.up = up.data();
-      k.linear_group(x.data(), 1, calls[c].products[0]->in, outputs[c].data(), int(outputs[c].size()),
+      k.linear_group(x.data(), rows, calls[c].products[0]->in, outputs[c].data(), int(outputs[c].size()),
                      calls[c].fold ? &fusion : nullptr);
     }
     best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
@@ -137,12 +162,13 @@ void shapes(const kernels::KernelTable& k, ThreadPool& pool, int reps, double re
     for (const Format& f : kFormats) {
       if (!selected(f)) continue;
       // Copies enough to hold 256 MiB: each call reads its matrix from memory.
-      const int64_t one = Matrix(f, 1, s.in, 1).bytes * s.out;
+      const int64_t one = (dtype_bytes(f.type, s.in) + (f.group ? s.in / f.group * 2 : 0)) * s.out;
       const int64_t copies = hot ? 1 : std::max<int64_t>(2, (int64_t(256) << 20) / one);
+      Arena arena;
       std::vector<std::unique_ptr<Matrix>> m;
       std::vector<Call> calls;
       for (int64_t c = 0; c < copies; ++c) {
-        m.push_back(std::make_unique<Matrix>(f, s.out, s.in, uint64_t(c + 1)));
+        m.push_back(std::make_unique<Matrix>(arena, f, s.out, s.in, uint64_t(c + 1)));
         calls.push_back({{m.back().get()}, 0});
       }
       const double t = run_calls(k, pool, calls, reps) / double(copies);
@@ -153,15 +179,22 @@ void shapes(const kernels::KernelTable& k, ThreadPool& pool, int reps, double re
 }
 
 // The products of a smollm2-135m decode step.
-void model(const kernels::KernelTable& k, ThreadPool& pool, int reps, double read_gbps, double* f16_seconds) {
+// prefill_rows > 0: the layers' products (no lm_head) over that many rows, GFLOP/s.
+void model(const kernels::KernelTable& k, ThreadPool& pool, int reps, double read_gbps, double* f16_seconds,
+           int64_t prefill_rows = 0) {
   const int64_t hidden = 576, kv = 192, inter = 1536, vocab = 49152, layers = 30;
-  std::printf("\n%-10s %8s %10s %10s %8s %8s %10s\n", "weights", "MB", "ms/step", "steps/s", "GB/s", "% read",
-              "x float16");
+  if (prefill_rows)
+    std::printf("\n%-10s %8s %10s %10s %10s  (prefill, %ld rows, layers' products)\n", "weights", "MB", "ms/step",
+                "GFLOP/s", "x float16", long(prefill_rows));
+  else
+    std::printf("\n%-10s %8s %10s %10s %8s %8s %10s\n", "weights", "MB", "ms/step", "steps/s", "GB/s", "% read",
+                "x float16");
   for (const Format& f : kFormats) {
     if (!selected(f)) continue;
+    Arena arena;
     std::vector<std::unique_ptr<Matrix>> m;
     auto add = [&](int64_t out, int64_t in) {
-      m.push_back(std::make_unique<Matrix>(f, out, in, uint64_t(m.size() + 1)));
+      m.push_back(std::make_unique<Matrix>(arena, f, out, in, uint64_t(m.size() + 1)));
       return m.back().get();
     };
     std::vector<Call> calls;
@@ -176,9 +209,17 @@ void model(const kernels::KernelTable& k, ThreadPool& pool, int reps, double rea
       calls.push_back({{gate, up}, 1});
       calls.push_back({{add(hidden, inter)}, 2});
     }
-    calls.push_back({{add(vocab, hidden)}, 1});
-    const double t = run_calls(k, pool, calls, reps);
+    if (!prefill_rows) calls.push_back({{add(vocab, hidden)}, 1});
+    const double t = run_calls(k, pool, calls, reps, prefill_rows ? prefill_rows : 1);
     if (f.type == DType::F16) *f16_seconds = t;
+    if (prefill_rows) {
+      double flops = 0;
+      for (const Call& c : calls)
+        for (const Matrix* mm : c.products) flops += 2.0 * double(mm->out * mm->in * prefill_rows);
+      std::printf("%-10s %8.1f %10.3f %10.1f %9.2fx\n", f.name, bytes_of(calls) / 1e6, t * 1e3, flops / t / 1e9,
+                  *f16_seconds / t);
+      continue;
+    }
     const double gbps = double(bytes_of(calls)) / t / 1e9;
     std::printf("%-10s %8.1f %10.3f %10.1f %8.2f %7.1f%% %9.2fx\n", f.name, bytes_of(calls) / 1e6, t * 1e3, 1 / t, gbps,
                 100 * gbps / read_gbps, *f16_seconds / t);
@@ -217,8 +258,9 @@ int run(int argc, char** argv) {
     const double read_gbps = probe.read_gbps(5);
     std::printf("\n== %s, %d thread(s), read pass %.2f GB/s\n", kernels::isa_name(isa), t, read_gbps);
     double f16_seconds = 0;
-    if (only != "shapes") model(k, pool, reps, read_gbps, &f16_seconds);
-    if (only != "model") shapes(k, pool, reps, read_gbps);
+    if (only != "shapes" && only != "prefill") model(k, pool, reps, read_gbps, &f16_seconds);
+    if (only != "model" && only != "prefill") shapes(k, pool, reps, read_gbps);
+    if (only == "prefill" || only.empty()) model(k, pool, std::max(1, reps / 3), read_gbps, &f16_seconds, 128);
     std::printf("read pass after: %.2f GB/s\n", probe.read_gbps(3));
   }
   return 0;
