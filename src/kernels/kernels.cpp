@@ -8,6 +8,7 @@
 
 #include "kernels/isa.h"
 #include "kernels/parallel.h"
+#include "kernels/quant.h"
 #include "kernels/simd_common.h"
 
 namespace hfstatic::kernels {
@@ -52,9 +53,18 @@ static inline float dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_type, int64_t out, const void* bias,
-            DType bias_type, float* y) {
-  const size_t w_row_bytes = size_t(in) * dtype_size(w_type);
+void load_quant_row(const void* w, DType w_type, const uint16_t* scales, int64_t group, int64_t row, int64_t n,
+                    float* dst) {
+  quant::dequantize_row(w, w_type, scales, group, row, n, dst);
+}
+
+// Quantized weights are dequantized a row at a time, then multiplied in float32.
+void linear(const float* x, int64_t rows, int64_t in, const LinearOutput& t) {
+  const void* w = t.w;
+  const DType w_type = t.w_type;
+  const int64_t out = t.out;
+  float* y = t.y;
+  const size_t w_row_bytes = size_t(dtype_bytes(w_type, in));
   parallel_for(out, 16, [&](int64_t begin, int64_t end) {
     std::vector<float> w_row(static_cast<size_t>(in));
     float b = 0;
@@ -62,11 +72,15 @@ void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_typ
       const float* wr;
       if (w_type == DType::F32) {
         wr = reinterpret_cast<const float*>(static_cast<const uint8_t*>(w) + size_t(o) * w_row_bytes);
+      } else if (quant::is_quantized(w_type)) {
+        quant::dequantize_row(w, w_type, t.quant.scales, t.quant.group, o, in, w_row.data());
+        wr = w_row.data();
       } else {
         load_row(static_cast<const uint8_t*>(w) + size_t(o) * w_row_bytes, w_type, in, w_row.data());
         wr = w_row.data();
       }
-      if (bias) load_row(static_cast<const uint8_t*>(bias) + size_t(o) * dtype_size(bias_type), bias_type, 1, &b);
+      if (t.bias)
+        load_row(static_cast<const uint8_t*>(t.bias) + size_t(o) * dtype_size(t.bias_type), t.bias_type, 1, &b);
       for (int64_t r = 0; r < rows; ++r) y[r * out + o] = dot(x + r * in, wr, in) + b;
     }
   });
@@ -173,10 +187,7 @@ void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* 
       silu_mul(x, fusion->up, rows * in, input.data());
     x = input.data();
   }
-  for (int i = 0; i < count; ++i) {
-    const LinearOutput& o = outputs[i];
-    linear(x, rows, in, o.w, o.w_type, o.out, o.bias, o.bias_type, o.y);
-  }
+  for (int i = 0; i < count; ++i) linear(x, rows, in, outputs[i]);
 }
 
 // The scalar kernels split a group differently from the SIMD ones: nothing to plan.
@@ -184,8 +195,8 @@ std::vector<PrefetchRange> linear_group_first_reads(int64_t, int64_t, const Line
   return {};
 }
 
-const KernelTable table = {load_row,  store_row, linear_group, linear_group_first_reads, rms_norm, rope,
-                           attention, silu_mul,  add};
+const KernelTable table = {load_row, store_row, load_quant_row, linear_group, linear_group_first_reads,
+                           rms_norm, rope,      attention,      silu_mul,     add};
 
 }  // namespace scalar
 
@@ -269,7 +280,7 @@ std::vector<PrefetchRange> matvec_first_reads(int64_t rows, int64_t in, const Li
     PrefetchRange range;
     for_each_part(outputs, count, matvec_features, begin, end, [&](int i, int64_t lo, int64_t hi) {
       if (range.data) return;  // the product holding the stretch's first row
-      const size_t row_bytes = size_t(in) * dtype_size(outputs[i].w_type);
+      const size_t row_bytes = size_t(dtype_bytes(outputs[i].w_type, in));
       range = {static_cast<const char*>(outputs[i].w) + size_t(lo) * row_bytes,
                std::min(bytes, size_t(hi - lo) * row_bytes)};
     });

@@ -11,7 +11,12 @@ for the ``llama``, ``mistral``, ``qwen2``, ``qwen3``, ``phi3``, ``smollm3`` and
 Usage:
     hf_reference.py CHECKPOINT_DIR --tokens 1,2,3 [--steps N]
                     [--cache-dtype float32|float16]
-                    [--perplexity-tokens FILE] --out OUT.json
+                    [--perplexity-tokens FILE]
+                    [--quantize int8|int4 [--group-size 32|64|128]] --out OUT.json
+
+--quantize evaluates the weights an hfstatic program quantized that way holds: every
+2-D weight (linear and embedding matrices) quantized and dequantized by the rules of
+docs/program-format.md, in float32 as the exporter computes them.
 
 Only the Python standard library and NumPy are used.
 """
@@ -132,6 +137,27 @@ def load_checkpoint(ckpt_dir):
     else:
         raise UnsupportedError("%s: neither model.safetensors nor model.safetensors.index.json" % ckpt_dir)
     return config, weights
+
+
+def quantize_dequantize(w, dtype, group):
+    """w [rows, cols] as hfstatic stores it quantized: per group of `group` input features,
+    scale = float16(max|x| / qmax), q = clip(rint(x / scale), -qmax, qmax) (0 where the scale
+    is 0), all in float32; returns q * scale as float64."""
+    qmax = np.float32(127 if dtype == "int8" else 7)
+    rows, cols = w.shape
+    if cols % group != 0:
+        raise UnsupportedError("a %d-wide weight does not split into groups of %d" % (cols, group))
+    x = w.astype(np.float32).reshape(rows, cols // group, group)
+    amax = np.abs(x).max(axis=2, keepdims=True)
+    with np.errstate(over="ignore"):
+        scale = (amax / qmax).astype(np.float16).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(scale == 0, np.float32(0), np.clip(np.rint(x / scale), -qmax, qmax))
+    return (q.astype(np.float32) * scale).reshape(rows, cols).astype(np.float64)
+
+
+def quantize_weights(weights, dtype, group):
+    return {name: quantize_dequantize(w, dtype, group) if w.ndim == 2 else w for name, w in weights.items()}
 
 
 # ---------------------------------------------------------------------------
@@ -575,6 +601,10 @@ def run(argv=None):
     ap.add_argument("--cache-dtype", choices=("float32", "float16"), default="float32",
                     help="precision K/V are rounded to before attention (default float32: no rounding)")
     ap.add_argument("--perplexity-tokens", help="file of whitespace-separated token ids")
+    ap.add_argument("--quantize", choices=("int8", "int4"),
+                    help="quantize-dequantize the 2-D weights as hfstatic's int8/int4 programs hold them")
+    ap.add_argument("--group-size", type=int, default=32, choices=(32, 64, 128),
+                    help="input features per quantization scale (default 32)")
     ap.add_argument("--out", required=True, help="output JSON path")
     args = ap.parse_args(argv)
     if args.steps < 0:
@@ -584,6 +614,8 @@ def run(argv=None):
     if not prompt:
         raise UnsupportedError("--tokens is empty")
     config, weights = load_checkpoint(args.checkpoint)
+    if args.quantize:
+        weights = quantize_weights(weights, args.quantize, args.group_size)
     model = Model(config, weights)
     del weights
     # Fail early if greedy decoding would outgrow a sliding window.

@@ -524,6 +524,33 @@ class RopeTypesTest(Base):
             ref.rope_parameters(16, 10000.0, PHI3_LONGROPE, cfg, seq_len=4)  # 8 frequencies, 6 factors
 
 
+class QuantizeTest(unittest.TestCase):
+    def test_int8_scale_one_rounds_half_to_even(self):
+        # max|x| = 127: scale 1 exactly, so the values are rint(x).
+        x = np.zeros((1, 32))
+        x[0, :6] = [127, -127, 2.5, 3.5, -2.5, 0.4]
+        got = ref.quantize_dequantize(x, "int8", 32)
+        np.testing.assert_array_equal(got[0, :6], [127, -127, 2, 4, -2, 0])
+
+    def test_int4_uses_the_float16_rounded_scale(self):
+        # scale float16(1 / 7) = 0.142822265625; 0.5 / scale = 3.5009 -> 4.
+        x = np.zeros((1, 32))
+        x[0, :2] = [1.0, 0.5]
+        got = ref.quantize_dequantize(x, "int4", 32)
+        self.assertEqual(got[0, 0], 7 * 0.142822265625)
+        self.assertEqual(got[0, 1], 4 * 0.142822265625)
+
+    def test_groups_have_their_own_scales_and_zero_groups_stay_zero(self):
+        x = np.zeros((2, 64))
+        x[0, 0], x[0, 32] = 7.0, 70.0
+        got = ref.quantize_dequantize(x, "int4", 32)
+        self.assertEqual(got[0, 0], 7.0)
+        self.assertEqual(got[0, 32], 70.0)
+        np.testing.assert_array_equal(got[1], 0)
+        with self.assertRaises(ref.UnsupportedError):
+            ref.quantize_dequantize(np.zeros((1, 48)), "int8", 32)
+
+
 class CliTest(Base):
     def run_cli(self, d, *extra):
         out = os.path.join(self.tmp, "out%d.json" % self._n)
