@@ -9,18 +9,21 @@
 
 namespace hfstatic {
 
-std::string render_chat_template(const std::string& source, const nlohmann::ordered_json& context) {
+std::string render_chat_template(const std::string& source, const nlohmann::ordered_json& context,
+                                 const ChatTemplateOptions& options) {
   chat::Source src{source};
   chat::Body body = chat::parse_template(src, chat::lex(src));
   chat::Value globals = chat::from_json(context);
   if (!globals.is_object()) fail("chat template context must be a JSON object");
-  return chat::render(src, body, std::move(globals));
+  return chat::render(src, body, std::move(globals), options);
 }
 
-std::string render_chat_template(const std::string& source, const nlohmann::json& context) {
+std::string render_chat_template(const std::string& source, const nlohmann::json& context,
+                                 const ChatTemplateOptions& options) {
   // Text that is not UTF-8 reads as U+FFFD rather than failing the conversion.
   return render_chat_template(
-      source, nlohmann::ordered_json::parse(context.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+      source, nlohmann::ordered_json::parse(context.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)),
+      options);
 }
 
 std::string apply_chat_template(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,

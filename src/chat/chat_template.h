@@ -3,6 +3,8 @@
 // Supports the statements, expressions, filters, tests and string/dict methods that real model
 // templates use; unsupported constructs are reported as errors with their line and column.
 #pragma once
+#include <ctime>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -16,12 +18,19 @@ struct ChatMessage {
   std::string content;
 };
 
+struct ChatTemplateOptions {
+  // The time the template's strftime_now(format) formats; the local time when empty.
+  std::function<std::tm()> now;
+};
+
 // Renders `source` with the variables in `context` (a JSON object; e.g. messages,
-// add_generation_prompt, bos_token, eos_token, tools). Object key order is preserved.
-// Throws Error ("chat template line L col C: ...") on syntax and runtime errors, including
-// raise_exception() called by the template.
-std::string render_chat_template(const std::string& source, const nlohmann::ordered_json& context);
-std::string render_chat_template(const std::string& source, const nlohmann::json& context);
+// add_generation_prompt, bos_token, eos_token, tools, documents, enable_thinking). Object key
+// order is preserved. Throws Error ("chat template line L col C: ...") on syntax and runtime
+// errors, including raise_exception() called by the template.
+std::string render_chat_template(const std::string& source, const nlohmann::ordered_json& context,
+                                 const ChatTemplateOptions& options = {});
+std::string render_chat_template(const std::string& source, const nlohmann::json& context,
+                                 const ChatTemplateOptions& options = {});
 
 // Renders tokenizer.chat_template() with messages, add_generation_prompt, and the tokenizer's
 // bos_token and eos_token. Throws Error when the tokenizer has no chat template.
