@@ -32,7 +32,7 @@ struct Callable {
 
 // Nesting of statements and expressions being executed, macro calls and recursive loops
 // included: bounded so that a template recursing without end is an Error, not a stack overflow.
-inline constexpr int kMaxRenderDepth = 1000;
+inline constexpr int kMaxRenderDepth = 500;
 // The key of a recursive loop's `loop` under which its callable part is stored (loop(children)).
 inline constexpr const char* kLoopCallName = " call";
 

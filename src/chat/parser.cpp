@@ -448,9 +448,10 @@ class Parser {
         if (is_op("(")) {
           parse_call_args(*t);
         } else if (peek().type == Tok::kString || peek().type == Tok::kInt || peek().type == Tok::kFloat ||
-                   (peek().type == Tok::kName && (peek().text == "none" || peek().text == "None" ||
-                                                  peek().text == "true" || peek().text == "false"))) {
-          t->args.push_back(parse_primary());
+                   is_op("[") || is_op("{") ||
+                   (peek().type == Tok::kName && !is_name("else") && !is_name("or") && !is_name("and") &&
+                    !is_name("is"))) {
+          t->args.push_back(parse_postfix(parse_primary()));  // as Jinja2: `x is in [1, 2]`, `x is eq y`
         }
         e = std::move(t);
       } else {
