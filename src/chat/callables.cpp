@@ -81,12 +81,24 @@ void Interpreter::install_globals() {
 std::vector<Value> Interpreter::eval_args(const Expr& e) {
   std::vector<Value> a;
   for (const auto& x : e.args) a.push_back(eval(*x));
+  if (e.kind == ExprKind::kCall && e.b) {
+    Value rest = eval(*e.b);
+    if (!rest.is_array()) error(e.b->pos, "*arguments must be a list");
+    charge_steps(static_cast<int64_t>(rest.arr().size()));
+    a.insert(a.end(), rest.arr().begin(), rest.arr().end());
+  }
   return a;
 }
 
 Arguments Interpreter::eval_arguments(const Expr& e) {
   Arguments a{e.pos, eval_args(e), {}};
   for (const auto& [k, v] : e.kwargs) a.keyword.emplace_back(k, eval(*v));
+  if (e.c) {
+    Value rest = eval(*e.c);
+    if (!rest.is_object()) error(e.c->pos, "**arguments must be a mapping");
+    charge_steps(static_cast<int64_t>(rest.obj().size()));
+    for (const auto& kv : rest.obj()) a.keyword.push_back(kv);
+  }
   return a;
 }
 

@@ -130,8 +130,8 @@ Value Interpreter::binary(const Expr& e) {
       return Value::array(std::move(a));
     }
     if ((l.is_number() || l.is_bool()) && (r.is_number() || r.is_bool())) return arithmetic(e, l, r);
-    if (l.is_string() || r.is_string()) return concatenate(to_string(l), to_string(r));
-    error(e.pos, "unsupported operand types for '+'");
+    // As Python: '+' joins two strings but no string with another value ('~' converts).
+    error(e.pos, cat("unsupported operand types for '+': ", type_name(l), " and ", type_name(r)));
   }
   if (op == "<" || op == ">" || op == "<=" || op == ">=") {
     int c;

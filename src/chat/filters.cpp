@@ -284,8 +284,9 @@ Value unique(const Value& v, const Call& c) {
 }
 
 Value indent(const Value& v, const Call& c) {
-  const int64_t width = c.arg(0).is_int() ? c.arg(0).integer() : 4;
-  const bool first = c.arg(1).is_bool() && std::get<bool>(c.arg(1).v);
+  const Value width_arg = argument(c, "width", 0);
+  const int64_t width = width_arg.is_int() ? width_arg.integer() : 4;
+  const bool first = truthy(argument(c, "first", 1));
   check_width(c, "indent: width", width);
   std::string s = to_string(v), r;
   const size_t lines = static_cast<size_t>(std::count(s.begin(), s.end(), '\n')) + 1;

@@ -462,7 +462,10 @@ class Parser {
   void parse_call_args(Expr& call) {
     expect_op("(");
     while (!is_op(")")) {
-      if (peek().type == Tok::kName && is_op("=", 1)) {
+      if (is_op("*") || is_op("**")) {  // f(*list, **mapping): kept in b and c
+        const bool mapping = next().text == "**";
+        (mapping ? call.c : call.b) = parse_expr();
+      } else if (peek().type == Tok::kName && is_op("=", 1)) {
         std::string k = next().text;
         ++i_;
         call.kwargs.emplace_back(k, parse_expr());

@@ -35,7 +35,7 @@ struct Expr {
   size_t pos = 0;
   Value literal;
   std::string name;  // Name, Attr, Filter, Test, op
-  ExprPtr a, b, c;   // operands (object, index, slice parts, condition...)
+  ExprPtr a, b, c;   // operands (object, index, slice parts, condition, a call's *args and **kwargs...)
   std::vector<ExprPtr> args;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
   std::vector<std::pair<ExprPtr, ExprPtr>> items;  // dict literal

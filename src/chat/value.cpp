@@ -47,6 +47,18 @@ double Value::float_value(const char* operation) const {
   return num();
 }
 
+const char* type_name(const Value& v) {
+  if (v.undefined()) return "Undefined";
+  if (v.none()) return "NoneType";
+  if (v.is_bool()) return "bool";
+  if (v.is_int()) return "int";
+  if (v.is_float()) return "float";
+  if (v.is_string()) return "str";
+  if (v.is_array()) return "list";
+  if (v.is_callable()) return "function";
+  return v.is_namespace ? "Namespace" : "dict";
+}
+
 bool truthy(const Value& v) {
   if (v.undefined() || v.none()) return false;
   if (v.is_bool()) return std::get<bool>(v.v);

@@ -108,6 +108,8 @@ struct Value {
 };
 
 bool truthy(const Value& v);
+// Python's name of the value's type ("str", "int", "NoneType", "dict"...), for error messages.
+const char* type_name(const Value& v);
 // Python's ==. This and the conversions below count their work against the render's budget
 // (budget.h) and fail on values nested deeper than kMaxValueDepth (a list that contains itself).
 bool equal(const Value& a, const Value& b, int depth = 0);
