@@ -16,6 +16,10 @@ class Tokenizer;
 struct ChatMessage {
   std::string role;
   std::string content;
+  // The message's other fields the template reads (tool_calls, tool_call_id, name): a JSON
+  // object; null when there are none.
+  nlohmann::ordered_json fields = nullptr;
+  bool content_null = false;  // content was null (an assistant message with tool calls only)
 };
 
 struct ChatTemplateOptions {
@@ -33,8 +37,10 @@ std::string render_chat_template(const std::string& source, const nlohmann::json
                                  const ChatTemplateOptions& options = {});
 
 // Renders tokenizer.chat_template() with messages, add_generation_prompt, and the tokenizer's
-// bos_token and eos_token. Throws Error when the tokenizer has no chat template.
+// bos_token and eos_token, plus the variables of `extra_context` (a JSON object: tools,
+// documents, enable_thinking...). Throws Error when the tokenizer has no chat template.
 std::string apply_chat_template(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
-                                bool add_generation_prompt);
+                                bool add_generation_prompt,
+                                const nlohmann::ordered_json& extra_context = nlohmann::ordered_json::object());
 
 }  // namespace hfstatic
