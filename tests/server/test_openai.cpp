@@ -1,6 +1,8 @@
 // Request validation and response / SSE formatting of the OpenAI-compatible server.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "server/openai.h"
 
 namespace hfstatic::server {
@@ -116,6 +118,44 @@ TEST(ServerRequest, ToolsDocumentsAndTemplateArgumentsReachTheTemplate) {
                   .template_context.empty());
 }
 
+TEST(ServerRequest, ToolFieldRejectionsNameTheField) {
+  const Endpoint H = Endpoint::ChatCompletions;
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": 5})", "tools", "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {}}]})",
+       "tools[0].function.name", "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "retrieval"}]})", "tools[0].type",
+       "invalid_value"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f",
+          "parameters": 3}}]})",
+       "tools[0].function.parameters", "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "always"})", "tool_choice", "invalid_value"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "documents": [3]})", "documents[0]", "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": []})", "chat_template_kwargs",
+       "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"messages": []}})",
+       "chat_template_kwargs.messages", "invalid_value"},
+      {R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].tool_call_id", "missing_required_parameter"},
+      {R"({"messages": [{"role": "tool", "content": "x", "tool_call_id": 5}]})", "messages[0].tool_call_id",
+       "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": "x", "tool_call_id": "a"}]})", "messages[0].tool_call_id",
+       "unknown_parameter"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": 1}]})", "messages[0].tool_calls", "invalid_type"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f",
+          "arguments": "{not json"}}]}]})",
+       "messages[0].tool_calls[0].function.arguments", "invalid_value"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}]})",
+       "messages[0].tool_calls[0].function.arguments", "missing_required_parameter"},
+      {R"({"messages": [{"role": "assistant"}]})", "messages[0].content", "missing_required_parameter"},
+  };
+  for (const auto& [body, param, code] : cases) {
+    ApiError e = error_of(body, H);
+    EXPECT_EQ(e.status, 400) << body;
+    EXPECT_EQ(e.param, param) << body << ": " << e.message;
+    EXPECT_EQ(e.code, code) << body << ": " << e.message;
+  }
+}
+
 TEST(ServerRequest, Rejections) {
   struct Case {
     std::string body;
@@ -172,34 +212,6 @@ TEST(ServerRequest, Rejections) {
       {R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", H, "n", "invalid_value"},
       {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true})", H, "logprobs", "invalid_value"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": []})", H, "tools", "invalid_value"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "tools": 5})", H, "tools", "invalid_type"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {}}]})", H,
-       "tools[0].function.name", "invalid_type"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "retrieval"}]})", H, "tools[0].type",
-       "invalid_value"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f",
-          "parameters": 3}}]})",
-       H, "tools[0].function.parameters", "invalid_type"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "always"})", H, "tool_choice",
-       "invalid_value"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "documents": [3]})", H, "documents[0]", "invalid_type"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": []})", H, "chat_template_kwargs",
-       "invalid_type"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"messages": []}})", H,
-       "chat_template_kwargs.messages", "invalid_value"},
-      {R"({"messages": [{"role": "tool", "content": "x"}]})", H, "messages[0].tool_call_id",
-       "missing_required_parameter"},
-      {R"({"messages": [{"role": "tool", "content": "x", "tool_call_id": 5}]})", H, "messages[0].tool_call_id",
-       "invalid_type"},
-      {R"({"messages": [{"role": "user", "content": "x", "tool_call_id": "a"}]})", H, "messages[0].tool_call_id",
-       "unknown_parameter"},
-      {R"({"messages": [{"role": "assistant", "tool_calls": 1}]})", H, "messages[0].tool_calls", "invalid_type"},
-      {R"({"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f",
-          "arguments": "{not json"}}]}]})",
-       H, "messages[0].tool_calls[0].function.arguments", "invalid_value"},
-      {R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}]})", H,
-       "messages[0].tool_calls[0].function.arguments", "missing_required_parameter"},
-      {R"({"messages": [{"role": "assistant"}]})", H, "messages[0].content", "missing_required_parameter"},
       {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})", H,
        "response_format", "invalid_value"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": 1000})", H, "max_completion_tokens",
