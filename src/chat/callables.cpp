@@ -104,8 +104,9 @@ Arguments Interpreter::eval_arguments(const Expr& e) {
 
 Value Interpreter::invoke(const Value& fn, Arguments& args) {
   if (fn.is_callable()) return fn.callable().invoke(*this, args);
-  if (const Value* call = fn.find(kLoopCallName)) return call->callable().invoke(*this, args);
-  error(args.pos, "this value cannot be called");
+  if (const Value* call = fn.find(kLoopCallName); call && call->is_callable())
+    return call->callable().invoke(*this, args);
+  error(args.pos, "this expression cannot be called");
 }
 
 Value Interpreter::call(const Expr& e) {
@@ -121,7 +122,6 @@ Value Interpreter::call(const Expr& e) {
   }
   Value fn = eval(*e.a);
   if (e.a->kind == ExprKind::kName && fn.undefined()) error(e.pos, cat("unknown function '", e.a->name, "'"));
-  if (!fn.is_callable() && !fn.find(kLoopCallName)) error(e.pos, "this expression cannot be called");
   Arguments args = eval_arguments(e);
   return invoke(fn, args);
 }

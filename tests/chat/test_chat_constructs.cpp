@@ -186,5 +186,22 @@ TEST(ChatConstructs, GlobalsAndContext) {
             "[4, 3, 2, 1] [1, 3] cd [2, 3]");
 }
 
+TEST(ChatConstructs, StarArgumentsAndCallableValues) {
+  EXPECT_EQ(render("{% macro m(a, b, c=3) %}{{ a }}{{ b }}{{ c }}{% endmacro %}{% set args = [1, 2] %}"
+                   "{{ m(*args) }} {{ m(*args, **{'c': 9}) }} {{ m(**{'b': 5, 'a': 4}) }}"),
+            "123 129 453");
+  EXPECT_EQ(render("{% set d = {'n': 1} %}{% set ns = namespace(**d) %}{% set ns.n = ns.n + 1 %}{{ ns.n }}"), "2");
+  // Macros stored in lists and mappings are called through them.
+  EXPECT_EQ(render("{% macro a() %}A{% endmacro %}{% macro b(x) %}B{{ x }}{% endmacro %}{% set fs = [a, b] %}"
+                   "{{ fs[0]() }}{{ fs[1](2) }}{% set m = {'f': b} %}{{ m.f(3) }}"),
+            "AB2B3");
+  // A key that only the interpreter writes (" call") read from the context is not a function.
+  EXPECT_NE(render_error("{{ x() }}", {{"x", {{" call", 1}}}}).find("cannot be called"), std::string::npos);
+  EXPECT_NE(render_error("{{ 'a'() }}").find("cannot be called"), std::string::npos);
+  EXPECT_NE(render_error("{{ nosuch() }}").find("unknown function 'nosuch'"), std::string::npos);
+  EXPECT_NE(render_error("{{ 'a' + none }}").find("unsupported operand types for '+': str and NoneType"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace hfstatic
