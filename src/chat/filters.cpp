@@ -308,7 +308,8 @@ Value round_number(const Value& v, const Call& c) {
   if (precision < 0 || precision > 20) c.error("round: precision must be in [0, 20]");
   const double scale = std::pow(10.0, static_cast<double>(precision));
   const double x = v.float_value("round") * scale;
-  const double r = method == "floor" ? std::floor(x) : method == "ceil" ? std::ceil(x) : std::round(x);
+  // Python's round: halves go to the even neighbour (the default rounding mode of nearbyint).
+  const double r = method == "floor" ? std::floor(x) : method == "ceil" ? std::ceil(x) : std::nearbyint(x);
   return Value(r / scale);
 }
 

@@ -143,8 +143,9 @@ TEST(ChatConstructs, TojsonTakesTransformersArguments) {
 }
 
 TEST(ChatConstructs, FiltersAndTests) {
-  EXPECT_EQ(render("{{ 2.567|round(2) }} {{ 2.5|round }} {{ 2.1|round(0, 'ceil') }} {{ (-3)|abs }} {{ '4'|int + 1 }}"),
-            "2.57 3.0 3.0 3 5");
+  EXPECT_EQ(render("{{ 2.567|round(2) }} {{ 2.5|round }} {{ 3.5|round }} {{ 2.1|round(0, 'ceil') }} {{ (-3)|abs }} {{ "
+                   "'4'|int + 1 }}"),
+            "2.57 2.0 4.0 3.0 3 5");
   EXPECT_EQ(render("{{ [3, 1, 2]|sort }} {{ ['b', 'A', 'c']|sort(reverse=true) }} {{ "
                    "xs|sort(attribute='k')|map(attribute='k')|list }}",
                    {{"xs", {{{"k", 2}}, {{"k", 1}}}}}),
