@@ -345,9 +345,9 @@ def c_bad(a):
         seen[name] = {"status": status}
     # Tools, a tool round trip and template arguments render (the template ignores what it does not read).
     tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+    call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
     messages = [{"role": "user", "content": "Weather?"},
-                {"role": "assistant", "content": "", "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+                {"role": "assistant", "content": "", "tool_calls": [call]},
                 {"role": "tool", "tool_call_id": "c1", "content": "18 C"}]
     status, _, resp = request("POST", "/v1/chat/completions",
                               {"messages": messages, "tools": [tool], "tool_choice": "auto", "max_tokens": 2,
