@@ -405,12 +405,13 @@ Value sum(const Value& v, const Call& c) {
 Value batch(const Value& v, const Call& c) {
   if (!v.is_array()) c.error("batch of a value that is not a list");
   const int64_t size = c.arg(0).integer("batch");
-  if (size <= 0) c.error("batch: the size must be positive");
+  if (size <= 0 || size > kMaxRenderSteps) c.error(cat("batch: the size must be in [1, ", kMaxRenderSteps, "]"));
   const Value fill = c.arg(1);
   Array out;
   for (size_t i = 0; i < v.arr().size(); i += static_cast<size_t>(size)) {
     Array group(v.arr().begin() + static_cast<std::ptrdiff_t>(i),
                 v.arr().begin() + static_cast<std::ptrdiff_t>(std::min(v.arr().size(), i + static_cast<size_t>(size))));
+    if (!fill.undefined()) charge_steps(size);  // a huge size filled is the budget's to refuse
     while (!fill.undefined() && group.size() < static_cast<size_t>(size)) group.push_back(fill);
     out.push_back(Value::array(std::move(group)));
   }

@@ -118,7 +118,7 @@ Spec parse_format_spec(std::string_view s) {
   if (i < s.size() && (s[i] == ',' || s[i] == '_')) render_error("format: grouping separators are not supported");
   if (i < s.size() && s[i] == '.') spec.precision = read_number(s, ++i, "precision");
   if (i < s.size()) spec.type = s[i++];
-  if (i != s.size() || (spec.type && !std::strchr("sdifFeEgGxXoc%r", spec.type)))
+  if (i != s.size() || (spec.type && (spec.type == '\0' || !std::strchr("sdifFeEgGxXoc%r", spec.type))))
     render_error(cat("format: unsupported format spec '", std::string(s), "'"));
   return spec;
 }
@@ -143,6 +143,7 @@ Value field_value(std::string_view field, size_t& next_auto, const std::vector<V
   while (end != std::string_view::npos && end < field.size()) {
     const bool attr = field[end] == '.';
     const size_t stop = attr ? field.find_first_of(".[", end + 1) : field.find(']', end);
+    if (!attr && stop == std::string_view::npos) render_error("format: '[' without ']' in a replacement field");
     const std::string key(field.substr(end + 1, (stop == std::string_view::npos ? field.size() : stop) - end - 1));
     const Value* p = v.find(key);
     if (!p && v.is_array() && !key.empty() && std::isdigit(static_cast<unsigned char>(key[0]))) {
@@ -228,7 +229,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
     }
     Spec spec;
     spec.align = '>';
-    for (; i < fmt.size() && std::strchr("-+ #0", fmt[i]); ++i) {
+    for (; i < fmt.size() && fmt[i] != '\0' && std::strchr("-+ #0", fmt[i]); ++i) {
       if (fmt[i] == '-') spec.align = '<';
       if (fmt[i] == '+' || fmt[i] == ' ') spec.sign = fmt[i];
       if (fmt[i] == '#') spec.alternate = true;
@@ -242,7 +243,8 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       out += '%';
       continue;
     }
-    if (!std::strchr("sdfFeEgGxXocr", spec.type)) render_error(cat("'%' formatting: unsupported type '", fmt[i], "'"));
+    if (spec.type == '\0' || !std::strchr("sdfFeEgGxXocr", spec.type))
+      render_error(cat("'%' formatting: unsupported type '", fmt[i], "'"));
     if (spec.fill == '0' && (spec.type == 's' || spec.type == 'r')) spec.fill = ' ', spec.align = '>';
     std::string piece = apply_spec(named.undefined() ? next_arg() : named, spec);
     check_string_size(out.size() + piece.size());

@@ -191,6 +191,9 @@ TEST(ChatHostile, FormatWidthsAreBounded) {
   EXPECT_THAT(render_error("{{ 'a'.center(9999999999999) }}"), HasSubstr("center(): width"));
   EXPECT_THAT(render_error("{{ '{:,}'.format(1) }}"), HasSubstr("grouping"));
   EXPECT_THAT(render_error("{{ '{' .format(1) }}"), HasSubstr("single '{'"));
+  EXPECT_THAT(render_error("{{ '{0[a}'.format({'a': 1}) }}"), HasSubstr("'[' without ']'"));
+  EXPECT_THAT(render_error("{{ [1]|batch(9999999, 0) }}"), HasSubstr("exceeded the limit of 10000000 steps"));
+  EXPECT_THAT(render_error("{{ [1]|batch(9223372036854775807, 0) }}"), HasSubstr("batch: the size must be in"));
   // Precision is capped: a float prints at most 100 digits after the point.
   EXPECT_EQ(render("{{ '%.3f' % 2.0 }} {{ '{:.1e}'.format(12345.0) }}"), "2.000 1.2e+04");
   EXPECT_THAT(render_error("{{ 'x' * 10 | tojson(indent=100000000) }}"), HasSubstr("tojson: indent"));
