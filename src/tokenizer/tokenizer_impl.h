@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokenizer/regex.h"
 #include "tokenizer/split_pattern.h"
 #include "tokenizer/tokenizer.h"
 
@@ -77,15 +78,21 @@ struct Normalizer {
 
 enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
 enum class PreTokenizerType { kSequence, kByteLevel, kSplit, kMetaspace };
+// Split on single characters of a set, each one a delimiter (Punctuation, Digits, WhitespaceSplit,
+// BertPreTokenizer, CharDelimiterSplit).
+enum class CharSet : uint8_t { kNone, kPunctuation, kNumeric, kWhitespace, kOneChar };
 enum class PrependScheme { kAlways, kFirst, kNever };
 struct PreTokenizer {
   PreTokenizerType type;
   // ByteLevel
   bool add_prefix_space = false;
   bool use_regex = false;
-  // Split: either a literal string or a built-in regex matcher
+  // Split: a literal string, a built-in regex matcher, a compiled regex or a character set
   std::optional<SplitPattern> regex;
+  std::shared_ptr<const Regex> general_regex;
   std::string literal;
+  CharSet char_set = CharSet::kNone;
+  char32_t delimiter = 0;  // CharSet::kOneChar
   SplitBehavior behavior = SplitBehavior::kIsolated;
   bool invert = false;
   bool js_space = false;  // ByteLevel's built-in pattern uses JavaScript \s (reference parity)

