@@ -56,7 +56,7 @@ std::shared_ptr<const Regex> compile_split_regex(const std::string& pattern, con
   try {
     return std::make_shared<const Regex>(pattern);
   } catch (const Error& e) {
-    fail(where, ".pattern: ", e.what());
+    fail(where, ".pattern: unsupported Split regex: ", e.what());
   }
 }
 

@@ -18,10 +18,14 @@ const out = {
 for (const model of MODELS) {
   const m = loadModel(model);
   const tok = new Tokenizer(m.tokenizerJson, m.tokenizerConfig);
+  // Hugging Face's Unigram (Rust) fuses consecutive unknown characters into one unk token; this
+  // reference emits one per character, so its runs of unk_id are fused here.
+  const unk = m.tokenizerJson.model.type === "Unigram" ? m.tokenizerJson.model.unk_id : undefined;
+  const fuse = (ids) => (unk === undefined ? ids : ids.filter((id, i) => !(id === unk && ids[i - 1] === unk)));
   const results = cases.map((c) => {
     const text = c.bytes.toString("utf8");
-    const ids = tok.encode(text).ids;
-    const idsPlain = tok.encode(text, { add_special_tokens: false }).ids;
+    const ids = fuse(tok.encode(text).ids);
+    const idsPlain = fuse(tok.encode(text, { add_special_tokens: false }).ids);
     return {
       ids,
       ids_no_special: idsPlain,
