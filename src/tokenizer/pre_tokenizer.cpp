@@ -209,17 +209,17 @@ void split_pieces(const PreTokenizer& p, Pieces& in, Pieces& out) {
         }
         break;
       }
-      case SplitBehavior::kMergedWithNext: {
-        bool pending = false;
-        for (const auto& s : segs) {
-          if (pending)
-            out.ranges.back().second = s.first.second;
-          else
-            out.ranges.push_back(s.first);
-          pending = s.second;
+      case SplitBehavior::kMergedWithNext:
+        // A delimiter joins the piece after it unless that piece is a delimiter too.
+        for (size_t k = 0; k < segs.size(); ++k) {
+          if (segs[k].second && k + 1 < segs.size() && !segs[k + 1].second) {
+            out.ranges.emplace_back(segs[k].first.first, segs[k + 1].first.second);
+            ++k;
+          } else {
+            out.ranges.push_back(segs[k].first);
+          }
         }
         break;
-      }
       case SplitBehavior::kContiguous: {
         bool prev_delim = false;
         for (const auto& s : segs) {
