@@ -76,7 +76,7 @@ class Vm {
     bool matched = false;
     const size_t n = text_.n;
     for (size_t pos = from; pos <= n; ++pos) {
-      if (!matched && (!anchored || pos == from)) add(current_, 0, pos, pos);
+      if (!matched && (!anchored || pos == from)) add_start(pos);
       if (current_.size() == 0) {
         if (matched || anchored) break;
         continue;
@@ -141,6 +141,20 @@ class Vm {
     Vm sub(program_, body, text_, steps_, budget_, pattern_, depth_ + 1);
     size_t s = 0, e = 0;
     return sub.search(pos, true, s, e);
+  }
+
+  // A new thread at `pos`, with the lowest priority. A pc already in the list has its whole
+  // closure there too, so the precomputed start closure only needs the pcs not yet present.
+  void add_start(size_t pos) {
+    if (&code_ != &program_.code[0] || !program_.start_closure_fixed) {
+      add(current_, 0, pos, pos);
+      return;
+    }
+    for (int32_t pc : program_.start_closure) {
+      if (current_.contains(pc)) continue;
+      count_step();
+      current_.insert(pc, pos);
+    }
   }
 
   // Adds pc and everything reachable from it without consuming a character, in priority order.

@@ -527,6 +527,8 @@ class Compiler {
   std::vector<Inst>* code_ = nullptr;
 };
 
+void compute_start_closure(Regex::Program& program);
+
 }  // namespace
 
 bool is_word_char(char32_t cp) {
@@ -564,6 +566,35 @@ void CharClass::finish() {
     if (matches_slow(c)) ascii[c >> 6] |= uint64_t{1} << (c & 63);
 }
 
+namespace {
+
+void compute_start_closure(Regex::Program& program) {
+  const std::vector<Inst>& code = program.code[0];
+  std::vector<bool> seen(code.size(), false);
+  std::vector<int32_t> stack = {0};
+  program.start_closure.clear();
+  while (!stack.empty()) {
+    const int32_t pc = stack.back();
+    stack.pop_back();
+    if (seen[static_cast<size_t>(pc)]) continue;
+    seen[static_cast<size_t>(pc)] = true;
+    program.start_closure.push_back(pc);
+    const Inst& inst = code[static_cast<size_t>(pc)];
+    if (inst.op == Op::kAssert || inst.op == Op::kLookahead) {
+      program.start_closure.clear();
+      return;  // position-dependent
+    }
+    if (inst.op == Op::kJmp) stack.push_back(inst.x);
+    if (inst.op == Op::kSplit) {
+      stack.push_back(inst.y);
+      stack.push_back(inst.x);
+    }
+  }
+  program.start_closure_fixed = true;
+}
+
+}  // namespace
+
 void compile_regex(std::string_view pattern, Regex::Program& program) {
   Parser parser(pattern, program);
   const Node root = parser.parse();
@@ -572,6 +603,7 @@ void compile_regex(std::string_view pattern, Regex::Program& program) {
   std::vector<Inst> main_code;
   compiler.emit_program(root, main_code);
   program.code[0] = std::move(main_code);
+  compute_start_closure(program);
 }
 
 }  // namespace hfstatic::tokenizer

@@ -63,6 +63,10 @@ struct Regex::Program {
   std::vector<CharClass> classes;
   std::vector<std::vector<Inst>> code;  // code[0]: the pattern; others: lookahead bodies
   bool has_lookahead = false;
+  // The program counters reachable from the start of code[0] without consuming a character, in
+  // priority order, when no assertion is among them (the closure is then the same everywhere).
+  std::vector<int32_t> start_closure;
+  bool start_closure_fixed = false;
 };
 
 // Builds the program; throws Error naming `pattern` and the construct it cannot compile.
