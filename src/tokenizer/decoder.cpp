@@ -78,6 +78,42 @@ std::string clean_up_tokenization(std::string s) {
 
 namespace {
 
+// ByteFallback: runs of <0xXX> tokens become their bytes, or one U+FFFD per byte when invalid.
+void apply_byte_fallback(std::vector<std::string>& tokens) {
+  std::vector<std::string> out;
+  std::string pending;
+  size_t pending_count = 0;
+  auto flush = [&] {
+    if (pending_count == 0) return;
+    if (unicode::is_valid_utf8(pending)) {
+      out.push_back(pending);
+    } else {
+      std::string rep;
+      for (size_t i = 0; i < pending_count; ++i) rep += "\xEF\xBF\xBD";
+      out.push_back(rep);
+    }
+    pending.clear();
+    pending_count = 0;
+  };
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  for (auto& t : tokens) {
+    if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && hex(t[3]) >= 0 && hex(t[4]) >= 0) {
+      pending.push_back(static_cast<char>(hex(t[3]) * 16 + hex(t[4])));
+      ++pending_count;
+    } else {
+      flush();
+      out.push_back(std::move(t));
+    }
+  }
+  flush();
+  tokens.swap(out);
+}
+
 // CTC: repeated tokens collapse, pad tokens are removed and, with cleanup, the word delimiter
 // becomes a space; tokens left empty are dropped.
 void apply_ctc(const Decoder& d, std::vector<std::string>& tokens) {
@@ -154,41 +190,7 @@ void apply_decoder(const Decoder& d, std::vector<std::string>& tokens) {
         if (!d.prefix.empty()) replace_all(tokens[i], d.prefix, i + 1 == tokens.size() ? "" : " ");
       break;
     case DecoderType::kCtc: apply_ctc(d, tokens); break;
-    case DecoderType::kByteFallback: {
-      std::vector<std::string> out;
-      std::string pending;
-      size_t pending_count = 0;
-      auto flush = [&] {
-        if (pending_count == 0) return;
-        if (unicode::is_valid_utf8(pending)) {
-          out.push_back(pending);
-        } else {
-          std::string rep;
-          for (size_t i = 0; i < pending_count; ++i) rep += "\xEF\xBF\xBD";
-          out.push_back(rep);
-        }
-        pending.clear();
-        pending_count = 0;
-      };
-      auto hex = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        return -1;
-      };
-      for (auto& t : tokens) {
-        if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && hex(t[3]) >= 0 && hex(t[4]) >= 0) {
-          pending.push_back(static_cast<char>(hex(t[3]) * 16 + hex(t[4])));
-          ++pending_count;
-        } else {
-          flush();
-          out.push_back(std::move(t));
-        }
-      }
-      flush();
-      tokens.swap(out);
-      break;
-    }
+    case DecoderType::kByteFallback: apply_byte_fallback(tokens); break;
     case DecoderType::kFuse: {
       std::string all;
       for (const auto& t : tokens) all += t;
