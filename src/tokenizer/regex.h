@@ -2,10 +2,11 @@
 // Replace normalizers and decoders), with the leftmost-first semantics of Oniguruma (what Hugging
 // Face tokenizers uses): a Pike VM over code points, linear in the text for each match attempt,
 // with a step budget that bounds the whole search. Supported: literals and escapes, `.`, classes
-// with ranges, negation, \s \S \d \D \w \W \h \H and \p{..} / \P{..} general categories,
-// alternation, (?: ) ( ) (?i: ) (?i) groups, greedy and lazy ? * + {m,n}, lookahead (?= ) (?! ),
-// anchors ^ $ \A \z \Z \b \B. Anything else (possessive quantifiers, atomic groups, lookbehind,
-// backreferences, scripts) is refused at compile time with an error naming the construct.
+// with ranges, negation and nested (union) classes, \s \S \d \D \w \W \h \H and \p{..} / \P{..}
+// general categories, alternation, (?: ) ( ) (?i: ) (?i) groups, greedy and lazy ? * + {m,n},
+// lookahead (?= ) (?! ), anchors ^ $ \A \z \Z \b \B. Anything else (possessive quantifiers, atomic
+// groups, lookbehind, backreferences, scripts) is refused at compile time with an error naming the
+// construct.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -382,7 +382,13 @@ class Parser {
       first = false;
       if (peek() == '[') {
         if (peek(1) == ':') unsupported("POSIX bracket class");
-        unsupported("nested character class");
+        if (peek(1) == '^') unsupported("negated nested character class");
+        ++pos_;
+        if (++class_depth_ > kMaxDepth) unsupported("character classes nested deeper than 100");
+        CharClass nested = parse_class();  // a union: its members join this class
+        --class_depth_;
+        cls.items.insert(cls.items.end(), nested.items.begin(), nested.items.end());
+        continue;
       }
       if (peek() == '&' && peek(1) == '&') unsupported("class intersection &&");
       char32_t lo = 0;
@@ -426,6 +432,7 @@ class Parser {
   Regex::Program& program_;
   std::vector<char32_t> text_;
   size_t pos_ = 0;
+  int class_depth_ = 0;
   bool icase_ = false;
 };
 

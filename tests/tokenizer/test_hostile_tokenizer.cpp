@@ -110,6 +110,8 @@ TEST(TokenizerHostile, RegexesAreBoundedInSizeNestingAndSteps) {
   EXPECT_THAT(load_error(with_split_regex(std::string(5000, '(') + "a" + std::string(5000, ')'))),
               HasSubstr("nesting deeper than 100 groups"));
   EXPECT_THAT(load_error(with_split_regex("a{1000001}")), HasSubstr("repetition count above 1000"));
+  EXPECT_THAT(load_error(with_split_regex(std::string(100000, '[') + "a" + std::string(100000, ']'))),
+              HasSubstr("character classes nested deeper than 100"));
   // Each match of `a*b|a` on a run of a's scans the rest of the run: quadratic, so the search
   // stops at its step budget with an error instead of running for minutes.
   const Tokenizer quadratic = Tokenizer::from_json(with_split_regex("a*b|a"), "");

@@ -66,6 +66,9 @@ TEST(TokenizerRegex, ClassesEscapesAndUnicodeProperties) {
   EXPECT_EQ(matches(R"([\-a]+)", "-a-b"), (Strings{"-a-"}));
   EXPECT_EQ(matches("[a-]+", "a-b"), (Strings{"a-"}));
   EXPECT_EQ(matches(".+", "ab\ncd"), (Strings{"ab", "cd"}));
+  // BLOOM's Split pattern: a nested class is a union inside the outer (negated) class.
+  EXPECT_EQ(matches(R"( ?[^(\s|[.,!?…。，、।۔،])]+)", "Hello, world! (x|y)。z"),
+            (Strings{"Hello", " world", "x", "y", "z"}));
 }
 
 TEST(TokenizerRegex, CaseInsensitiveGroupsAndAnchors) {
@@ -96,6 +99,7 @@ TEST(TokenizerRegex, UnsupportedConstructsAreNamedErrors) {
   EXPECT_THAT(compile_error(R"((a)\1)"), HasSubstr("unsupported backreference"));
   EXPECT_THAT(compile_error(R"(\p{Han})"), HasSubstr("unsupported property \\p{Han}"));
   EXPECT_THAT(compile_error("[[:alpha:]]"), HasSubstr("unsupported POSIX bracket class"));
+  EXPECT_THAT(compile_error("[a[^b]]"), HasSubstr("unsupported negated nested character class"));
   EXPECT_THAT(compile_error("(?x)a"), HasSubstr("unsupported group option 'x'"));
   EXPECT_THAT(compile_error("(?i:é)"), HasSubstr("case-insensitive matching of non-ASCII letters"));
   EXPECT_THAT(compile_error("(?<=a)b"), HasSubstr("regex \"(?<=a)b\""));  // names the pattern
