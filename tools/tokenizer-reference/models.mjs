@@ -103,13 +103,20 @@ export function modelDir(model) {
   return path.join(here, "node_modules", model.pkg, "models");
 }
 
+// Test processes run this concurrently: a reader must never see a half-written file.
+function writeAtomically(file, text) {
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, text);
+  fs.renameSync(tmp, file);
+}
+
 export function loadModel(model) {
   const dir = modelDir(model);
   if (model.build) {
     const built = model.build();
     fs.mkdirSync(dir, { recursive: true });
-    fs.writeFileSync(path.join(dir, "tokenizer.json"), JSON.stringify(built.tokenizerJson));
-    fs.writeFileSync(path.join(dir, "tokenizer_config.json"), JSON.stringify(built.tokenizerConfig));
+    writeAtomically(path.join(dir, "tokenizer.json"), JSON.stringify(built.tokenizerJson));
+    writeAtomically(path.join(dir, "tokenizer_config.json"), JSON.stringify(built.tokenizerConfig));
   }
   return {
     dir,
