@@ -23,11 +23,15 @@ tiny llama
 tiny qwen3 --model-type qwen3 --dtype BF16
 tiny qwen2 --model-type qwen2 --dtype F16
 tiny mistral --model-type mistral --shards 2
+tiny llama32 --hidden-size 32 --intermediate-size 64   # widths a quantization group of 32 divides
 
 # program: exported programs, each with a small context so that one step is cheap.
 "$tool" export "$work/llama" -o "$out/program/llama.hfs" --max-context 8 --prefill-len 4 -q >/dev/null
 "$tool" export "$work/qwen3" -o "$out/program/qwen3-f16.hfs" --max-context 8 --prefill-len 2 --cache-dtype float16 -q >/dev/null
 "$tool" export "$work/qwen2" -o "$out/program/qwen2-bf16.hfs" --max-context 6 --prefill-len 3 --weights-dtype bfloat16 -q >/dev/null
+"$tool" export "$work/llama32" -o "$out/program/llama-int8.hfs" --max-context 8 --prefill-len 4 --weights-dtype int8 -q >/dev/null
+"$tool" export "$work/llama32" -o "$out/program/llama-int4.hfs" --max-context 8 --prefill-len 4 --weights-dtype int4 \
+  --group-size 32 -q >/dev/null
 "$tool" export "$work/mistral" -o "$out/program/mistral-repeat.hfs" --max-context 8 --prefill-len 4 --repeat-state \
   --mutation-order reverse -q >/dev/null
 
@@ -67,6 +71,8 @@ while IFS= read -r line; do
 done <<'ARGS'
 ckpt -o out.hfs --max-context 512 --prefill-len=32 --cache-dtype float16 -q
 --out=x.hfs --weights-dtype bfloat16 --repeat-state --mutation-order reverse dir
+ckpt -o q.hfs --weights-dtype int4 --group-size 64 -q
+-m q.hfs -f text.txt --ctx 64 --threads 2
 -m model.hfs -p hello -n 32 --temp 0.7 --top-k 40 --top-p 0.9 --seed 7 --stats
 --model=model.hfs --tokens 1,2,3 -t 2 --stop END --ignore-eos --chat --system be
 -n -9223372036854775808 --temp=1e308 --top-p nan -- -p positional

@@ -20,6 +20,7 @@ packages=(
   nlohmann-json3-dev                             # JSON headers, program and checkpoint metadata
   libcpp-httplib-dev                             # HTTP server of hfstatic serve
   python3 python3-numpy                          # independent NumPy reference of the HF forward pass
+  python3-jinja2                                 # Python Jinja2: the chat templates' second reference (tests/chat)
   python3-dev pybind11-dev python3-pytest        # the Python module (python/) and its tests (tests/python)
   python3-pip python3-venv                       # pip install of the Python module (README.md, "Python")
   clang libclang-rt-14-dev llvm                  # fuzz/ (libFuzzer) and sanitizer runtimes

@@ -213,22 +213,31 @@ MethodCost method_cost(const Program& program, const std::string& name) {
   if (m->inputs.size() > hf_static::kTokensInput && m->inputs[hf_static::kTokensInput].shape.size() == 2)
     c.rows = m->inputs[hf_static::kTokensInput].shape[1];
   for (const NodeSpec& node : m->nodes) {
+    // A quantized weight is read with its scales; int4 holds two input features a byte.
+    const std::optional<QuantizedOperand> quant = quantized_operand(node);
+    const TensorInfo* scales = quant ? weight(quant->scales) : nullptr;
+    const double per_byte = quant && quant->quant.dtype == DType::I4 ? 2 : 1;
+    const size_t bias_at = quant ? 3 : 2;
     if (node.op == "linear" && node.inputs.size() >= 2) {
       if (const TensorInfo* w = weight(node.inputs[1]); w && w->shape.size() == 2) {
-        c.linear_params += double(w->shape[0]) * double(w->shape[1]);
+        const double params = double(w->shape[0]) * double(w->shape[1]) * per_byte;
+        c.linear_params += params;
         const bool method_output =
             node.outputs.size() == 1 && std::any_of(m->outputs.begin(), m->outputs.end(),
                                                     [&](const OutputSpec& o) { return o.value == node.outputs[0]; });
-        if (method_output) c.output_linear_params += double(w->shape[0]) * double(w->shape[1]);
-        c.weight_bytes += double(w->size);
+        if (method_output) c.output_linear_params += params;
+        c.weight_bytes += double(w->size) + (scales ? double(scales->size) : 0);
       }
-      if (node.inputs.size() == 3)
-        if (const TensorInfo* b = weight(node.inputs[2])) c.weight_bytes += double(b->size);
+      if (node.inputs.size() == bias_at + 1)
+        if (const TensorInfo* b = weight(node.inputs[bias_at])) c.weight_bytes += double(b->size);
     } else if ((node.op == "rms_norm" || node.op == "head_rms_norm") && node.inputs.size() == 2) {
       if (const TensorInfo* w = weight(node.inputs[1])) c.weight_bytes += double(w->size);
-    } else if (node.op == "embedding" && node.inputs.size() == 2) {
-      if (const TensorInfo* w = weight(node.inputs[1]); w && w->shape.size() == 2)
-        c.embedding_row_bytes = double(w->shape[1]) * double(dtype_size(w->dtype));
+    } else if (node.op == "embedding" && node.inputs.size() >= 2) {
+      if (const TensorInfo* w = weight(node.inputs[1]); w && w->shape.size() == 2 && w->shape[0] > 0) {
+        c.embedding_row_bytes = double(w->size) / double(w->shape[0]);
+        if (scales && scales->shape.size() == 2 && scales->shape[0] > 0)
+          c.embedding_row_bytes += double(scales->size) / double(scales->shape[0]);
+      }
     } else if (node.op == "attention" && node.inputs.size() >= 2) {
       const ValueSpec* kc = m->find_value(node.inputs[1]);
       if (!kc || kc->shape.size() != 4) continue;

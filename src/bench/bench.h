@@ -68,8 +68,8 @@ struct MethodCost {
   double linear_params = 0;         // multiply-adds per row in linear ops
   double output_linear_params = 0;  // of those, in linear ops producing a method output (logits),
                                     // which the IOManager computes for one row a step
-  double weight_bytes = 0;          // bytes of linear and norm weights read once per call
-  double embedding_row_bytes = 0;   // bytes of one embedding row
+  double weight_bytes = 0;          // bytes of linear and norm weights read once per call (with scales)
+  double embedding_row_bytes = 0;   // bytes of one embedding row (with its scales)
   // Per layer with attention: n_heads, n_kv_heads, head_dim, cache element size.
   struct Attention {
     int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0, elem = 0;

@@ -2,8 +2,10 @@
 // methods of strings, mappings and lists (x.name()). Each kind is a table from name to function.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chat/parser.h"
@@ -23,8 +25,9 @@ struct Call {
   const Expr* expr = nullptr;          // the call's expression, for keyword arguments
   Interpreter* interpreter = nullptr;  // evaluates them
 
-  const Value& arg(size_t k) const;    // undefined past the end
-  Value kwarg(const char* key) const;  // undefined when not given
+  const Value& arg(size_t k) const;                           // undefined past the end
+  Value kwarg(const char* key) const;                         // undefined when not given
+  std::vector<std::pair<std::string, Value>> kwargs() const;  // every keyword argument, evaluated
   [[noreturn]] void error(const std::string& msg) const { src.error(pos, msg); }
 };
 
@@ -41,7 +44,13 @@ std::optional<Value> call_method(const Value& v, const Call& call);
 std::string strip_chars(const std::string& s, const Value& chars, bool left, bool right);
 // "upper", "lower", "title" or "capitalize" of ASCII letters.
 std::string change_case(const std::string& s, const std::string& how);
-// Every occurrence of `from` (not empty) replaced by `to`.
-std::string replace_all(const std::string& s, const std::string& from, const std::string& to);
+// Occurrences of `from` (not empty) replaced by `to`, the first `count` (every one when negative).
+std::string replace_all(const std::string& s, const std::string& from, const std::string& to, int64_t count = -1);
+
+// Python's str.format ("{} {0} {name:>8.2f}") and printf-style `fmt % args` (a list is a tuple of
+// arguments, a mapping serves "%(name)s"). Widths are bounded by the string limit.
+std::string python_format(const std::string& fmt, const std::vector<Value>& args,
+                          const std::vector<std::pair<std::string, Value>>& kwargs);
+std::string percent_format(const std::string& fmt, const Value& args);
 
 }  // namespace hfstatic::chat

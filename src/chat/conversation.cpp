@@ -9,8 +9,9 @@ Conversation::Conversation(const Tokenizer& tokenizer, const std::optional<std::
   if (system) messages_.push_back({"system", *system});
 }
 
-Conversation::Conversation(const Tokenizer& tokenizer, std::vector<ChatMessage> messages)
-    : tokenizer_(&tokenizer), messages_(std::move(messages)) {}
+Conversation::Conversation(const Tokenizer& tokenizer, std::vector<ChatMessage> messages,
+                           nlohmann::ordered_json template_context)
+    : tokenizer_(&tokenizer), messages_(std::move(messages)), template_context_(std::move(template_context)) {}
 
 void Conversation::add_user(std::string text) { messages_.push_back({"user", std::move(text)}); }
 
@@ -23,7 +24,8 @@ void Conversation::add_assistant(const std::vector<int64_t>& tokens, std::string
 }
 
 std::vector<int64_t> Conversation::pending_tokens(bool& restart) {
-  const std::string rendered = apply_chat_template(*tokenizer_, messages_, /*add_generation_prompt=*/true);
+  const std::string rendered =
+      apply_chat_template(*tokenizer_, messages_, /*add_generation_prompt=*/true, template_context_);
   restart = rendered.compare(0, seen_.size(), seen_) != 0;
   if (restart) seen_.clear();
   const std::string_view unseen = std::string_view(rendered).substr(seen_.size());

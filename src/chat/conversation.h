@@ -18,8 +18,10 @@ class Conversation {
  public:
   // `system`, when given, is the first message.
   explicit Conversation(const Tokenizer& tokenizer, const std::optional<std::string>& system = std::nullopt);
-  // A conversation that starts with `messages` (e.g. those of a request).
-  Conversation(const Tokenizer& tokenizer, std::vector<ChatMessage> messages);
+  // A conversation that starts with `messages` (e.g. those of a request); `template_context`
+  // holds the template's other variables (tools, documents, enable_thinking...).
+  Conversation(const Tokenizer& tokenizer, std::vector<ChatMessage> messages,
+               nlohmann::ordered_json template_context = nlohmann::ordered_json::object());
 
   void add_user(std::string text);
   // The model's reply to the last pending_tokens(): every sampled token (an end token included:
@@ -37,6 +39,7 @@ class Conversation {
  private:
   const Tokenizer* tokenizer_;
   std::vector<ChatMessage> messages_;
+  nlohmann::ordered_json template_context_ = nlohmann::ordered_json::object();
   std::string seen_;  // text of every token handed out (and of the replies)
 };
 

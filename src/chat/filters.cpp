@@ -45,16 +45,19 @@ std::string change_case(const std::string& s, const std::string& how) {
   return r;
 }
 
-std::string replace_all(const std::string& s, const std::string& from, const std::string& to) {
+std::string replace_all(const std::string& s, const std::string& from, const std::string& to, int64_t count) {
   size_t hits = 0;
-  for (size_t hit = s.find(from); hit != std::string::npos; hit = s.find(from, hit + from.size())) ++hits;
+  for (size_t hit = s.find(from); hit != std::string::npos && (count < 0 || hits < static_cast<size_t>(count));
+       hit = s.find(from, hit + from.size()))
+    ++hits;
   if (to.size() > from.size() && hits > kMaxStringBytes / (to.size() - from.size()))
     render_error(cat("replace: ", hits, " replacements of ", from.size(), " by ", to.size(), " bytes exceed the ",
                      kMaxStringBytes >> 20, " MiB limit"));
   check_string_size(s.size() + hits * to.size() - hits * from.size());
   std::string r;
   size_t pos = 0;
-  for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size())
+  for (size_t done = 0, hit; done < hits && (hit = s.find(from, pos)) != std::string::npos;
+       pos = hit + from.size(), ++done)
     r += s.substr(pos, hit - pos) + to;
   return r + s.substr(pos);
 }
@@ -88,13 +91,38 @@ void check_width(const Call& c, const char* what, int64_t width) {
     c.error(cat(what, " ", width, " is not in [0, ", kMaxStringBytes, "]"));
 }
 
+// An argument given by keyword or at position `k`.
+Value argument(const Call& c, const char* key, size_t k) {
+  Value v = c.kwarg(key);
+  return v.undefined() ? c.arg(k) : v;
+}
+
+// transformers' tojson: json.dumps(x, ensure_ascii, indent, separators, sort_keys).
 Value tojson(const Value& v, const Call& c) {
-  Value indent = c.kwarg("indent");
-  if (indent.undefined()) indent = c.arg(0);
-  if (!indent.is_int()) return Value(to_json(v, -1, 0));
-  const int64_t width = indent.integer();
-  check_width(c, "tojson: indent", width);
-  return Value(to_json(v, static_cast<int>(width), 0));
+  JsonStyle style;
+  style.ensure_ascii = truthy(argument(c, "ensure_ascii", 0));
+  const Value indent = argument(c, "indent", 1);
+  if (indent.is_int()) {
+    const int64_t width = indent.integer();
+    check_width(c, "tojson: indent", width);
+    style.indent = std::string(static_cast<size_t>(width), ' ');
+  } else if (indent.is_string()) {
+    style.indent = indent.str();
+  }
+  if (indent.is_int() || indent.is_string()) {
+    style.pretty = true;
+    style.item_separator = ",";
+  }
+  const Value separators = argument(c, "separators", 2);
+  if (separators.is_array()) {
+    const Array& pair = separators.arr();
+    if (pair.size() != 2 || !pair[0].is_string() || !pair[1].is_string())
+      c.error("tojson: separators must be two strings");
+    style.item_separator = pair[0].str();
+    style.key_separator = pair[1].str();
+  }
+  style.sort_keys = truthy(argument(c, "sort_keys", 3));
+  return Value(to_json(v, style));
 }
 
 Value string(const Value& v, const Call&) { return Value(to_string(v)); }
@@ -171,7 +199,7 @@ Value replace(const Value& v, const Call& c) {
   std::string s = to_string(v);
   if (!c.arg(0).is_string() || !c.arg(1).is_string()) c.error("replace needs two strings");
   if (c.arg(0).str().empty()) return Value(s);
-  return Value(replace_all(s, c.arg(0).str(), c.arg(1).str()));
+  return Value(replace_all(s, c.arg(0).str(), c.arg(1).str(), c.arg(2).is_int() ? c.arg(2).integer() : -1));
 }
 
 Value items(const Value& v, const Call& c) {
@@ -216,7 +244,7 @@ Value map(const Value& v, const Call& c) {
       const Value* p = item.find(attribute.str());
       out.push_back(p ? *p : c.kwarg("default"));
     } else if (c.arg(0).is_string()) {
-      out.push_back(apply_filter(item, Call{c.src, c.pos, c.arg(0).str(), {}}));
+      out.push_back(apply_filter(item, Call{c.src, c.pos, c.arg(0).str(), {c.args.begin() + 1, c.args.end()}}));
     }
   }
   return Value::array(std::move(out));
@@ -256,8 +284,9 @@ Value unique(const Value& v, const Call& c) {
 }
 
 Value indent(const Value& v, const Call& c) {
-  const int64_t width = c.arg(0).is_int() ? c.arg(0).integer() : 4;
-  const bool first = c.arg(1).is_bool() && std::get<bool>(c.arg(1).v);
+  const Value width_arg = argument(c, "width", 0);
+  const int64_t width = width_arg.is_int() ? width_arg.integer() : 4;
+  const bool first = truthy(argument(c, "first", 1));
   check_width(c, "indent: width", width);
   std::string s = to_string(v), r;
   const size_t lines = static_cast<size_t>(std::count(s.begin(), s.end(), '\n')) + 1;
@@ -272,18 +301,190 @@ Value indent(const Value& v, const Call& c) {
   return Value(first ? pad + r : r);
 }
 
+Value round_number(const Value& v, const Call& c) {
+  const int64_t precision = argument(c, "precision", 0).is_int() ? argument(c, "precision", 0).integer() : 0;
+  const Value method_arg = argument(c, "method", 1);
+  const std::string method = method_arg.is_string() ? method_arg.str() : "common";
+  if (precision < 0 || precision > 20) c.error("round: precision must be in [0, 20]");
+  const double scale = std::pow(10.0, static_cast<double>(precision));
+  const double x = v.float_value("round") * scale;
+  // Python's round: halves go to the even neighbour (the default rounding mode of nearbyint).
+  const double r = method == "floor" ? std::floor(x) : method == "ceil" ? std::ceil(x) : std::nearbyint(x);
+  return Value(r / scale);
+}
+
+// The item's attribute (dotted path) or, with no attribute, the item itself.
+Value attribute_of(const Value& item, const Value& attribute) {
+  if (!attribute.is_string()) return item;
+  Value v = item;
+  const std::string& path = attribute.str();
+  for (size_t start = 0; start <= path.size();) {
+    const size_t dot = std::min(path.find('.', start), path.size());
+    const Value* p = v.find(path.substr(start, dot - start));
+    v = p ? *p : Value();
+    start = dot + 1;
+  }
+  return v;
+}
+
+// The order of sort, dictsort, min and max: numbers, then strings (case-insensitive unless asked).
+bool less(const Value& a, const Value& b, bool case_sensitive) {
+  charge_steps(1);
+  if (a.is_string() && b.is_string()) {
+    if (case_sensitive) return a.str() < b.str();
+    return change_case(a.str(), "lower") < change_case(b.str(), "lower");
+  }
+  if ((a.is_number() || a.is_bool()) && (b.is_number() || b.is_bool())) return a.num() < b.num();
+  render_error("sort: cannot compare these values");
+}
+
+Value sort(const Value& v, const Call& c) {
+  if (!v.is_array()) c.error(cat(c.name, " of a value that is not a list"));
+  const bool reverse = truthy(argument(c, "reverse", 0));
+  const bool case_sensitive = truthy(argument(c, "case_sensitive", 1));
+  const Value attribute = argument(c, "attribute", 2);
+  Array a = v.arr();
+  charge_steps(static_cast<int64_t>(a.size()));
+  std::stable_sort(a.begin(), a.end(), [&](const Value& x, const Value& y) {
+    const Value kx = attribute_of(x, attribute), ky = attribute_of(y, attribute);
+    return reverse ? less(ky, kx, case_sensitive) : less(kx, ky, case_sensitive);
+  });
+  return Value::array(std::move(a));
+}
+
+Value min_or_max(const Value& v, const Call& c) {
+  if (!v.is_array()) c.error(cat(c.name, " of a value that is not a list"));
+  const bool case_sensitive = truthy(argument(c, "case_sensitive", 0));
+  const Value attribute = argument(c, "attribute", 1);
+  const Value* best = nullptr;
+  for (const auto& item : v.arr()) {
+    if (!best) {
+      best = &item;
+      continue;
+    }
+    const Value a = attribute_of(item, attribute), b = attribute_of(*best, attribute);
+    if (c.name == "min" ? less(a, b, case_sensitive) : less(b, a, case_sensitive)) best = &item;
+  }
+  return best ? *best : Value();
+}
+
+Value dictsort(const Value& v, const Call& c) {
+  if (!v.is_object()) c.error("dictsort of a value that is not a mapping");
+  const bool case_sensitive = truthy(argument(c, "case_sensitive", 0));
+  const Value by = argument(c, "by", 1);
+  const bool by_value = by.is_string() && by.str() == "value";
+  const bool reverse = truthy(argument(c, "reverse", 2));
+  Array a = items_of(v);
+  std::stable_sort(a.begin(), a.end(), [&](const Value& x, const Value& y) {
+    const Value& kx = x.arr()[by_value ? 1 : 0];
+    const Value& ky = y.arr()[by_value ? 1 : 0];
+    return reverse ? less(ky, kx, case_sensitive) : less(kx, ky, case_sensitive);
+  });
+  return Value::array(std::move(a));
+}
+
+Value sum(const Value& v, const Call& c) {
+  if (!v.is_array()) c.error("sum of a value that is not a list");
+  const Value attribute = argument(c, "attribute", 0);
+  Value start = argument(c, "start", 1);
+  int64_t total = start.is_int() ? start.integer() : 0;
+  double ftotal = start.is_float() ? start.num() : 0;
+  bool is_float = start.is_float();
+  for (const auto& item : v.arr()) {
+    const Value x = attribute_of(item, attribute);
+    if (x.is_float() || is_float) {
+      ftotal = (is_float ? ftotal : static_cast<double>(total)) + x.float_value("sum");
+      is_float = true;
+    } else if (__builtin_add_overflow(total, x.integer("sum"), &total)) {
+      c.error("sum: integer overflow");
+    }
+  }
+  return is_float ? Value(ftotal) : Value(total);
+}
+
+Value batch(const Value& v, const Call& c) {
+  if (!v.is_array()) c.error("batch of a value that is not a list");
+  const int64_t size = c.arg(0).integer("batch");
+  if (size <= 0 || size > kMaxRenderSteps) c.error(cat("batch: the size must be in [1, ", kMaxRenderSteps, "]"));
+  const Value fill = c.arg(1);
+  Array out;
+  for (size_t i = 0; i < v.arr().size(); i += static_cast<size_t>(size)) {
+    Array group(v.arr().begin() + static_cast<std::ptrdiff_t>(i),
+                v.arr().begin() + static_cast<std::ptrdiff_t>(std::min(v.arr().size(), i + static_cast<size_t>(size))));
+    if (!fill.undefined()) charge_steps(size);  // a huge size filled is the budget's to refuse
+    while (!fill.undefined() && group.size() < static_cast<size_t>(size)) group.push_back(fill);
+    out.push_back(Value::array(std::move(group)));
+  }
+  return Value::array(std::move(out));
+}
+
+Value wordcount(const Value& v, const Call& c) {
+  Call words{c.src, c.pos, "split", {}};
+  return Value(call_method(Value(to_string(v)), words)->arr().size());
+}
+
+Value center(const Value& v, const Call& c) {
+  Call justify{c.src, c.pos, "center", {c.arg(0).undefined() ? Value(80) : c.arg(0)}};
+  return *call_method(Value(to_string(v)), justify);
+}
+
+Value format_filter(const Value& v, const Call& c) {
+  if (!c.kwargs().empty())
+    return Value(percent_format(to_string(v), Value::object(Object(c.kwargs().begin(), c.kwargs().end()))));
+  return Value(percent_format(to_string(v), Value::array(c.args)));
+}
+
+Value attr(const Value& v, const Call& c) {
+  const Value* p = v.find(to_string(c.arg(0)));
+  return p ? *p : Value();
+}
+
 using Filter = Value (*)(const Value& v, const Call& c);
 
 const std::unordered_map<std::string_view, Filter>& filters() {
   static const std::unordered_map<std::string_view, Filter> table = {
-      {"trim", trim},         {"length", length},     {"count", length},        {"tojson", tojson},
-      {"string", string},     {"safe", identity},     {"e", identity},          {"escape", identity},
-      {"upper", letter_case}, {"lower", letter_case}, {"title", letter_case},   {"capitalize", letter_case},
-      {"int", to_int},        {"float", to_float},    {"abs", absolute},        {"default", default_value},
-      {"d", default_value},   {"list", list},         {"first", first_or_last}, {"last", first_or_last},
-      {"reverse", reverse},   {"join", join},         {"replace", replace},     {"items", items},
-      {"select", select},     {"reject", select},     {"selectattr", select},   {"rejectattr", select},
-      {"map", map},           {"unique", unique},     {"indent", indent},
+      {"trim", trim},
+      {"length", length},
+      {"count", length},
+      {"tojson", tojson},
+      {"string", string},
+      {"safe", identity},
+      {"e", identity},
+      {"escape", identity},
+      {"upper", letter_case},
+      {"lower", letter_case},
+      {"title", letter_case},
+      {"capitalize", letter_case},
+      {"int", to_int},
+      {"float", to_float},
+      {"abs", absolute},
+      {"default", default_value},
+      {"d", default_value},
+      {"list", list},
+      {"first", first_or_last},
+      {"last", first_or_last},
+      {"reverse", reverse},
+      {"join", join},
+      {"replace", replace},
+      {"items", items},
+      {"select", select},
+      {"reject", select},
+      {"selectattr", select},
+      {"rejectattr", select},
+      {"map", map},
+      {"unique", unique},
+      {"indent", indent},
+      {"round", round_number},
+      {"sort", sort},
+      {"min", min_or_max},
+      {"max", min_or_max},
+      {"dictsort", dictsort},
+      {"sum", sum},
+      {"batch", batch},
+      {"wordcount", wordcount},
+      {"center", center},
+      {"format", format_filter},
+      {"attr", attr},
   };
   return table;
 }

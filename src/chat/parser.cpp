@@ -27,7 +27,8 @@ class Parser {
   // a template nesting deeper than this is an error rather than a stack overflow.
   static constexpr int kMaxDepth = 200;
   int depth_ = 0;
-  struct DepthScope {  // restores the depth when the function that went deeper returns
+  int loop_depth_ = 0;  // enclosing for loops of the current function (template, macro or caller)
+  struct DepthScope {   // restores the depth when the function that went deeper returns
     Parser& p;
     int saved;
     explicit DepthScope(Parser& parser) : p(parser), saved(parser.depth_) {}
@@ -110,73 +111,169 @@ class Parser {
     auto n = std::make_unique<Node>();
     n->pos = kw.pos;
     if (kw.text == "if") {
-      n->kind = NodeKind::kIf;
-      ExprPtr cond = parse_expr();
-      expect_close();
-      for (;;) {
-        Body b = parse_body({"elif", "else", "endif"});
-        n->branches.emplace_back(std::move(cond), std::move(b));
-        const std::string k = next().text;
-        if (k == "elif") {
-          cond = parse_expr();
-          expect_close();
-        } else if (k == "else") {
-          expect_close();
-          Body eb = parse_body({"endif"});
-          n->branches.emplace_back(nullptr, std::move(eb));
-          next();
-          expect_close();
-          break;
-        } else {
-          expect_close();
-          break;
-        }
-      }
+      parse_if(*n);
     } else if (kw.text == "for") {
-      n->kind = NodeKind::kFor;
-      n->targets.push_back(name());
-      while (is_op(",")) {
-        ++i_;
-        n->targets.push_back(name());
-      }
-      expect_name("in");
-      n->expr = parse_or_ternary(false);
-      if (is_name("if")) {
-        ++i_;
-        n->filter = parse_or_ternary(false);
-      }
-      if (is_name("recursive")) src_.error(peek().pos, "recursive loops are not supported");
-      expect_close();
-      n->body = parse_body({"else", "endfor"});
-      if (t_[i_ - 1].type == Tok::kStmtOpen && peek().text == "else") {
-        next();
-        expect_close();
-        n->else_body = parse_body({"endfor"});
-      }
-      next();
-      expect_close();
+      parse_for(*n);
     } else if (kw.text == "set") {
-      n->kind = NodeKind::kSet;
-      n->targets.push_back(name());
-      if (is_op(".")) {
-        ++i_;
-        n->attr = name();
-      }
-      while (is_op(",")) {
-        ++i_;
-        n->targets.push_back(name());
-      }
-      if (!is_op("=")) src_.error(peek().pos, "block assignments ({% set x %}...{% endset %}) are not supported");
-      ++i_;
-      n->expr = parse_expr();
-      expect_close();
+      parse_set(*n);
     } else if (kw.text == "break" || kw.text == "continue") {
+      if (loop_depth_ == 0) src_.error(kw.pos, cat("'", kw.text, "' outside a for loop"));
       n->kind = kw.text == "break" ? NodeKind::kBreak : NodeKind::kContinue;
       expect_close();
+    } else if (kw.text == "macro") {
+      n->kind = NodeKind::kMacro;
+      n->text = name();
+      parse_params(*n);
+      expect_close();
+      n->body = parse_block_body("endmacro");
+    } else if (kw.text == "call") {
+      n->kind = NodeKind::kCallBlock;
+      if (is_op("(")) parse_params(*n);
+      n->expr = parse_expr();
+      if (n->expr->kind != ExprKind::kCall) src_.error(n->expr->pos, "{% call %} needs a macro call");
+      expect_close();
+      n->body = parse_block_body("endcall");
+    } else if (kw.text == "filter") {
+      n->kind = NodeKind::kFilterBlock;
+      n->filter = parse_filter_chain(kw.pos, false);
+      expect_close();
+      n->body = parse_nested_body("endfilter");
+    } else if (kw.text == "generation") {  // transformers' extension: marks the assistant's text
+      n->kind = NodeKind::kIf;
+      expect_close();
+      n->branches.emplace_back(nullptr, parse_nested_body("endgeneration"));
     } else {
       src_.error(kw.pos, cat("unsupported or unexpected statement '", kw.text, "'"));
     }
     return n;
+  }
+
+  // The body up to {% end %}, consumed with its tag.
+  Body parse_nested_body(const char* end) {
+    Body body = parse_body({end});
+    next();
+    expect_close();
+    return body;
+  }
+  // A macro's or caller's body: a new function, where break and continue have no loop.
+  Body parse_block_body(const char* end) {
+    const int saved = loop_depth_;
+    loop_depth_ = 0;
+    Body body = parse_nested_body(end);
+    loop_depth_ = saved;
+    return body;
+  }
+
+  void parse_if(Node& n) {
+    n.kind = NodeKind::kIf;
+    ExprPtr cond = parse_expr();
+    expect_close();
+    for (;;) {
+      Body b = parse_body({"elif", "else", "endif"});
+      n.branches.emplace_back(std::move(cond), std::move(b));
+      const std::string k = next().text;
+      if (k == "elif") {
+        cond = parse_expr();
+        expect_close();
+      } else if (k == "else") {
+        expect_close();
+        n.branches.emplace_back(nullptr, parse_nested_body("endif"));
+        return;
+      } else {
+        expect_close();
+        return;
+      }
+    }
+  }
+
+  void parse_for(Node& n) {
+    n.kind = NodeKind::kFor;
+    const bool parenthesised = is_op("(");
+    if (parenthesised) ++i_;
+    n.targets.push_back(name());
+    while (is_op(",")) {
+      ++i_;
+      n.targets.push_back(name());
+    }
+    if (parenthesised) expect_op(")");
+    expect_name("in");
+    n.expr = parse_or_ternary(false);
+    if (is_name("if")) {
+      ++i_;
+      n.filter = parse_or_ternary(false);
+    }
+    if (is_name("recursive")) {
+      ++i_;
+      n.recursive = true;
+    }
+    expect_close();
+    ++loop_depth_;
+    n.body = parse_body({"else", "endfor"});
+    --loop_depth_;
+    if (t_[i_ - 1].type == Tok::kStmtOpen && peek().text == "else") {
+      next();
+      expect_close();
+      n.else_body = parse_body({"endfor"});
+    }
+    next();
+    expect_close();
+  }
+
+  void parse_set(Node& n) {
+    n.kind = NodeKind::kSet;
+    n.targets.push_back(name());
+    if (is_op(".")) {
+      ++i_;
+      n.attr = name();
+    }
+    while (is_op(",")) {
+      ++i_;
+      n.targets.push_back(name());
+    }
+    if (is_op("=")) {
+      ++i_;
+      n.expr = parse_expr();
+      expect_close();
+      return;
+    }
+    if (n.targets.size() != 1) src_.error(peek().pos, "a block assignment sets one name");
+    n.kind = NodeKind::kSetBlock;
+    if (is_op("|")) n.filter = parse_filter_chain(peek().pos, true);
+    expect_close();
+    n.body = parse_nested_body("endset");
+  }
+
+  // (a, b=default, ...) of a macro or a call block's caller.
+  void parse_params(Node& n) {
+    expect_op("(");
+    while (!is_op(")")) {
+      std::string param = name();
+      ExprPtr default_value;
+      if (is_op("=")) {
+        ++i_;
+        default_value = parse_expr();
+      }
+      n.params.emplace_back(std::move(param), std::move(default_value));
+      if (!is_op(",")) break;
+      ++i_;
+    }
+    expect_op(")");
+  }
+
+  // "f(args)|g|..." applied to the block's body (bound to kBlockBodyName); `leading_pipe` when
+  // the chain starts with '|' (as after {% set x %}).
+  ExprPtr parse_filter_chain(size_t pos, bool leading_pipe) {
+    ExprPtr e = make(ExprKind::kName, pos);
+    e->name = kBlockBodyName;
+    for (bool first = true; first || is_op("|"); first = false) {
+      if (!first || leading_pipe) expect_op("|");
+      auto f = make(ExprKind::kFilter, peek().pos);
+      f->name = name();
+      f->a = std::move(e);
+      if (is_op("(")) parse_call_args(*f);
+      e = std::move(f);
+    }
+    return e;
   }
 
   ExprPtr make(ExprKind k, size_t pos) {
@@ -351,9 +448,10 @@ class Parser {
         if (is_op("(")) {
           parse_call_args(*t);
         } else if (peek().type == Tok::kString || peek().type == Tok::kInt || peek().type == Tok::kFloat ||
-                   (peek().type == Tok::kName && (peek().text == "none" || peek().text == "None" ||
-                                                  peek().text == "true" || peek().text == "false"))) {
-          t->args.push_back(parse_primary());
+                   is_op("[") || is_op("{") ||
+                   (peek().type == Tok::kName && !is_name("else") && !is_name("or") && !is_name("and") &&
+                    !is_name("is"))) {
+          t->args.push_back(parse_postfix(parse_primary()));  // as Jinja2: `x is in [1, 2]`, `x is eq y`
         }
         e = std::move(t);
       } else {
@@ -364,7 +462,10 @@ class Parser {
   void parse_call_args(Expr& call) {
     expect_op("(");
     while (!is_op(")")) {
-      if (peek().type == Tok::kName && is_op("=", 1)) {
+      if (is_op("*") || is_op("**")) {  // f(*list, **mapping): kept in b and c
+        const bool mapping = next().text == "**";
+        (mapping ? call.c : call.b) = parse_expr();
+      } else if (peek().type == Tok::kName && is_op("=", 1)) {
         std::string k = next().text;
         ++i_;
         call.kwargs.emplace_back(k, parse_expr());

@@ -42,6 +42,28 @@ bool letter_case(const Value& v, const Call& c) {
   return true;
 }
 
+bool divisible_by(const Value& v, const Call& c) {
+  const int64_t d = c.arg(0).integer("divisibleby");
+  if (d == 0) c.error("divisibleby(0)");
+  return d == -1 || v.integer("divisibleby") % d == 0;
+}
+
+bool compare(const Value& v, const Call& c) {
+  const Value& o = c.arg(0);
+  int order;
+  if (v.is_string() && o.is_string()) {
+    order = v.str().compare(o.str());
+  } else if ((v.is_number() || v.is_bool()) && (o.is_number() || o.is_bool())) {
+    order = v.num() < o.num() ? -1 : v.num() > o.num() ? 1 : 0;
+  } else {
+    c.error(cat("'", c.name, "' test: cannot compare these values"));
+  }
+  if (c.name == "gt" || c.name == "greaterthan") return order > 0;
+  if (c.name == "ge") return order >= 0;
+  if (c.name == "lt" || c.name == "lessthan") return order < 0;
+  return order <= 0;
+}
+
 using Test = bool (*)(const Value& v, const Call& c);
 
 const std::unordered_map<std::string_view, Test>& tests() {
@@ -59,7 +81,14 @@ const std::unordered_map<std::string_view, Test>& tests() {
       {"mapping", [](const Value& v, const Call&) { return v.is_object(); }},
       {"sequence", [](const Value& v, const Call&) { return v.is_array() || v.is_string(); }},
       {"iterable", [](const Value& v, const Call&) { return v.is_array() || v.is_string() || v.is_object(); }},
-      {"callable", [](const Value&, const Call&) { return false; }},
+      {"callable", [](const Value& v, const Call&) { return v.is_callable(); }},
+      {"divisibleby", divisible_by},
+      {"gt", compare},
+      {"greaterthan", compare},
+      {"ge", compare},
+      {"lt", compare},
+      {"lessthan", compare},
+      {"le", compare},
       {"odd", odd_or_even},
       {"even", odd_or_even},
       {"equalto", [](const Value& v, const Call& c) { return !c.args.empty() && equal(v, c.args[0]); }},

@@ -1,5 +1,6 @@
 #include "chat/value.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -46,6 +47,18 @@ double Value::float_value(const char* operation) const {
   return num();
 }
 
+const char* type_name(const Value& v) {
+  if (v.undefined()) return "Undefined";
+  if (v.none()) return "NoneType";
+  if (v.is_bool()) return "bool";
+  if (v.is_int()) return "int";
+  if (v.is_float()) return "float";
+  if (v.is_string()) return "str";
+  if (v.is_array()) return "list";
+  if (v.is_callable()) return "function";
+  return v.is_namespace ? "Namespace" : "dict";
+}
+
 bool truthy(const Value& v) {
   if (v.undefined() || v.none()) return false;
   if (v.is_bool()) return std::get<bool>(v.v);
@@ -53,6 +66,7 @@ bool truthy(const Value& v) {
   if (v.is_float()) return std::get<double>(v.v) != 0.0;
   if (v.is_string()) return !v.str().empty();
   if (v.is_array()) return !v.arr().empty();
+  if (v.is_callable()) return true;
   return !v.obj().empty();
 }
 
@@ -66,6 +80,7 @@ bool equal(const Value& a, const Value& b, int depth) {
   }
   if (a.none() && b.none()) return true;
   if (a.undefined() && b.undefined()) return true;
+  if (a.is_callable() && b.is_callable()) return &a.callable() == &b.callable();
   if (a.is_array() && b.is_array()) {
     if (&a.arr() == &b.arr()) return true;  // as Python's lists compare themselves
     if (a.arr().size() != b.arr().size()) return false;
@@ -124,59 +139,135 @@ std::string format_float(double d) {
   return buf;
 }
 
-std::string json_escape(const std::string& s) {
-  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+// Python's json string escaping: quotes, backslashes and control characters; with
+// `ensure_ascii`, every code point past ASCII as \uXXXX (surrogate pairs past the BMP). Bytes
+// that are not UTF-8 read as U+FFFD.
+std::string json_escape(const std::string& s, bool ensure_ascii) {
+  charge_scan(s.size());
+  std::string out = "\"";
+  auto hex4 = [&](uint32_t u) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\u%04x", u);
+    out += buf;
+  };
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        default:
+          if (c < 0x20 || (ensure_ascii && c == 0x7f))
+            hex4(c);
+          else
+            out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    const size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    uint32_t cp = len == 4 ? c & 0x07 : len == 3 ? c & 0x0F : c & 0x1F;
+    bool valid = len > 1 && i + len <= s.size();
+    for (size_t k = 1; valid && k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      valid = (cc & 0xC0) == 0x80;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    valid = valid && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF) &&
+            cp >= (len == 2   ? 0x80u
+                   : len == 3 ? 0x800u
+                              : 0x10000u);
+    if (!valid) {
+      cp = 0xFFFD;
+      i += 1;
+    } else {
+      i += len;
+    }
+    if (!ensure_ascii) {
+      if (valid)
+        out.append(s, i - len, len);
+      else
+        out += "\xEF\xBF\xBD";
+    } else if (cp >= 0x10000) {
+      hex4(0xD800 + ((cp - 0x10000) >> 10));
+      hex4(0xDC00 + ((cp - 0x10000) & 0x3FF));
+    } else {
+      hex4(cp);
+    }
+    check_string_size(out.size());
+  }
+  return out + "\"";
+}
+
+std::string json_float(double d) {
+  if (std::isnan(d)) return "NaN";
+  if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";
+  return nlohmann::json(d).dump();
 }
 
 }  // namespace
 
-std::string to_json(const Value& v, int indent, int depth) {
+std::string to_json(const Value& v, const JsonStyle& style, int depth) {
   enter_value(depth);
-  auto nl = [&](std::string& out, int d) {
-    if (indent < 0) return;
-    const size_t width = static_cast<size_t>(indent) * static_cast<size_t>(d);
+  auto newline = [&](std::string& out, int d) {
+    if (!style.pretty) return;
+    const size_t width = style.indent.size() * static_cast<size_t>(d);
     check_string_size(out.size() + 1 + width);
     out += '\n';
-    out.append(width, ' ');
+    for (int k = 0; k < d; ++k) out += style.indent;
   };
-  if (v.undefined() || v.none()) return "null";
-  if (v.is_bool()) return std::get<bool>(v.v) ? "true" : "false";
-  if (v.is_int()) return std::to_string(std::get<int64_t>(v.v));
-  if (v.is_float()) return nlohmann::json(std::get<double>(v.v)).dump();
-  if (v.is_string()) {
-    charge_scan(v.str().size());
-    std::string escaped = json_escape(v.str());
-    check_string_size(escaped.size());
-    return escaped;
-  }
-  const std::string sep = indent < 0 ? ", " : ",";
   auto append = [](std::string& out, const std::string& piece) {
     check_string_size(out.size() + piece.size());
     out += piece;
   };
+  if (v.undefined() || v.none()) return "null";
+  if (v.is_bool()) return std::get<bool>(v.v) ? "true" : "false";
+  if (v.is_int()) return std::to_string(std::get<int64_t>(v.v));
+  if (v.is_float()) return json_float(std::get<double>(v.v));
+  if (v.is_string()) return json_escape(v.str(), style.ensure_ascii);
+  if (v.is_callable()) render_error("tojson: a function cannot be serialised");
   if (v.is_array()) {
     if (v.arr().empty()) return "[]";
     std::string out = "[";
     for (size_t i = 0; i < v.arr().size(); ++i) {
-      if (i) out += sep;
-      nl(out, depth + 1);
-      append(out, to_json(v.arr()[i], indent, depth + 1));
+      if (i) append(out, style.item_separator);
+      newline(out, depth + 1);
+      append(out, to_json(v.arr()[i], style, depth + 1));
     }
-    nl(out, depth);
+    newline(out, depth);
     return out + "]";
   }
   if (v.obj().empty()) return "{}";
-  std::string out = "{";
-  bool first = true;
-  for (const auto& kv : v.obj()) {
-    if (!first) out += sep;
-    first = false;
-    nl(out, depth + 1);
-    append(out, json_escape(kv.first) + ": ");
-    append(out, to_json(kv.second, indent, depth + 1));
+  std::vector<const std::pair<std::string, Value>*> entries;
+  for (const auto& kv : v.obj()) entries.push_back(&kv);
+  if (style.sort_keys) {
+    charge_steps(static_cast<int64_t>(entries.size()));
+    std::stable_sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->first < b->first; });
   }
-  nl(out, depth);
+  std::string out = "{";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i) append(out, style.item_separator);
+    newline(out, depth + 1);
+    append(out, json_escape(entries[i]->first, style.ensure_ascii) + style.key_separator);
+    append(out, to_json(entries[i]->second, style, depth + 1));
+  }
+  newline(out, depth);
   return out + "}";
+}
+
+std::string to_json(const Value& v, int indent, int depth) {
+  JsonStyle style;
+  if (indent >= 0) {
+    style.pretty = true;
+    style.indent = std::string(static_cast<size_t>(indent), ' ');
+    style.item_separator = ",";
+  }
+  return to_json(v, style, depth);
 }
 
 std::string to_string(const Value& v) {
@@ -186,6 +277,7 @@ std::string to_string(const Value& v) {
   if (v.is_int()) return std::to_string(std::get<int64_t>(v.v));
   if (v.is_float()) return format_float(std::get<double>(v.v));
   if (v.is_string()) return v.str();
+  if (v.is_callable()) return "<function>";
   return repr(v);
 }
 

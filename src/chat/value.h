@@ -16,6 +16,9 @@ using Array = std::vector<Value>;
 using Object = std::vector<std::pair<std::string, Value>>;  // insertion-ordered
 struct Undefined {};
 struct None {};
+// A function value: a macro, a built-in global (range, namespace...) or a loop helper
+// (loop.cycle, loop itself in a recursive loop). Defined by the interpreter.
+struct Callable;
 
 // Frees lists and mappings one at a time rather than recursively, so that dropping a value
 // nested millions of levels deep does not overflow the stack.
@@ -31,7 +34,7 @@ int64_t float_to_int(double d, const char* operation);
 struct Value {
   // Strings are immutable and shared: copying a value never copies its text.
   std::variant<Undefined, None, bool, int64_t, double, std::shared_ptr<const std::string>, std::shared_ptr<Array>,
-               std::shared_ptr<Object>>
+               std::shared_ptr<Object>, std::shared_ptr<const Callable>>
       v;
   bool is_namespace = false;
 
@@ -55,6 +58,12 @@ struct Value {
     return r;
   }
 
+  static Value function(std::shared_ptr<const Callable> f) {
+    Value r;
+    r.v = std::move(f);
+    return r;
+  }
+
   bool undefined() const { return std::holds_alternative<Undefined>(v); }
   bool none() const { return std::holds_alternative<None>(v); }
   bool is_bool() const { return std::holds_alternative<bool>(v); }
@@ -64,6 +73,8 @@ struct Value {
   bool is_string() const { return std::holds_alternative<std::shared_ptr<const std::string>>(v); }
   bool is_array() const { return std::holds_alternative<std::shared_ptr<Array>>(v); }
   bool is_object() const { return std::holds_alternative<std::shared_ptr<Object>>(v); }
+  bool is_callable() const { return std::holds_alternative<std::shared_ptr<const Callable>>(v); }
+  const Callable& callable() const { return *std::get<std::shared_ptr<const Callable>>(v); }
   const std::string& str() const { return *std::get<std::shared_ptr<const std::string>>(v); }
   Array& arr() const { return *std::get<std::shared_ptr<Array>>(v); }
   Object& obj() const { return *std::get<std::shared_ptr<Object>>(v); }
@@ -97,6 +108,8 @@ struct Value {
 };
 
 bool truthy(const Value& v);
+// Python's name of the value's type ("str", "int", "NoneType", "dict"...), for error messages.
+const char* type_name(const Value& v);
 // Python's ==. This and the conversions below count their work against the render's budget
 // (budget.h) and fail on values nested deeper than kMaxValueDepth (a list that contains itself).
 bool equal(const Value& a, const Value& b, int depth = 0);
@@ -105,6 +118,16 @@ Value from_json(const nlohmann::ordered_json& j);
 std::string to_string(const Value& v);
 // Python's repr().
 std::string repr(const Value& v, int depth = 0);
+// Python's json.dumps options, as transformers' tojson filter passes them.
+struct JsonStyle {
+  bool pretty = false;  // indent given: one item per line
+  std::string indent;   // per level, when pretty
+  std::string item_separator = ", ";
+  std::string key_separator = ": ";
+  bool sort_keys = false;
+  bool ensure_ascii = false;  // non-ASCII as \uXXXX escapes
+};
+std::string to_json(const Value& v, const JsonStyle& style, int depth = 0);
 // Jinja's tojson: indent < 0 writes one line with ", " and ": " separators.
 std::string to_json(const Value& v, int indent, int depth = 0);
 

@@ -26,7 +26,8 @@ DType parse_dtype_flag(const Args& args, const std::string& flag, std::initializ
 
 int run_export(const std::vector<std::string>& argv) {
   Args args(argv,
-            {"-o|--out", "--prefill-len", "--max-context", "--cache-dtype", "--weights-dtype", "--mutation-order"},
+            {"-o|--out", "--prefill-len", "--max-context", "--cache-dtype", "--weights-dtype", "--group-size",
+             "--mutation-order"},
             {"--repeat-state", "-q|--quiet"});
   args.expect_positional(1, "HF_DIR (a Hugging Face checkpoint folder)");
   auto out = args.get("--out");
@@ -38,9 +39,20 @@ int run_export(const std::vector<std::string>& argv) {
   options.graph.cache_dtype = parse_dtype_flag(args, "--cache-dtype", {DType::F32, DType::F16}, DType::F32);
   options.graph.repeat_state = args.has("--repeat-state");
   options.graph.mutation_order = args.get_or("--mutation-order", "input");
-  if (args.has("--weights-dtype"))
-    options.weights_dtype =
-        parse_dtype_flag(args, "--weights-dtype", {DType::F32, DType::F16, DType::BF16}, DType::F32);
+  if (args.has("--weights-dtype")) {
+    const DType t = parse_dtype_flag(args, "--weights-dtype",
+                                     {DType::F32, DType::F16, DType::BF16, DType::I8, DType::I4}, DType::F32);
+    if (t == DType::I8 || t == DType::I4)
+      options.quant = WeightQuant{t, 32};
+    else
+      options.weights_dtype = t;
+  }
+  if (args.has("--group-size")) {
+    if (!options.quant) throw UsageError{"flag --group-size: only with --weights-dtype int8 or int4"};
+    options.quant->group = args.get_int("--group-size", 32, 32, 128);
+    if (options.quant->group != 32 && options.quant->group != 64 && options.quant->group != 128)
+      throw UsageError{"flag --group-size: " + std::to_string(options.quant->group) + " is not one of 32|64|128"};
+  }
   const bool show_progress = !args.has("--quiet") && ::isatty(STDERR_FILENO);
   if (show_progress) {
     options.progress = [](uint64_t done, uint64_t total) {
@@ -82,7 +94,8 @@ int run_make_checkpoint(const std::vector<std::string>& argv) {
 
 HFSTATIC_COMMAND("export", "export a Hugging Face checkpoint folder to a program file",
                  "HF_DIR -o FILE [--prefill-len N] [--max-context N] [--cache-dtype float32|float16]\n"
-                 "       [--weights-dtype float32|float16|bfloat16] [--repeat-state] [--mutation-order "
+                 "       [--weights-dtype float32|float16|bfloat16|int8|int4] [--group-size 32|64|128]\n"
+                 "       [--repeat-state] [--mutation-order "
                  "input|reverse|by-kind|rotate] [-q]",
                  run_export);
 HFSTATIC_COMMAND("make-checkpoint", "write a random-initialised Hugging Face checkpoint",

@@ -1,10 +1,12 @@
 // hfstatic inspect: metadata, methods, signatures and sizes of a program file.
 #include <cstdio>
+#include <map>
 
 #include "cli/args.h"
 #include "cli/runtime_env.h"
 #include "executor/method.h"
 #include "format/program.h"
+#include "util/error.h"
 
 namespace hfstatic::cli {
 namespace {
@@ -24,6 +26,41 @@ std::string human_bytes(uint64_t b) {
 
 uint64_t value_bytes(const ValueSpec& v) { return uint64_t(*shape_numel(v.shape)) * dtype_size(v.dtype); }
 
+// The weight tensors: each with the dtype and shape it holds (a quantized weight's logical
+// ones, its group size, and the scales tensor it is read with), then the bytes of each dtype.
+void print_weights(const Program& program) {
+  std::map<std::string, QuantizedOperand> quantized;
+  std::map<std::string, std::string> scales_of;
+  for (const auto& m : program.spec().methods)
+    for (const auto& node : m.nodes)
+      if (auto q = quantized_operand(node)) {
+        quantized.emplace(q->weight, *q);
+        scales_of.emplace(q->scales, q->weight);
+      }
+  std::map<std::string, uint64_t> bytes_by_dtype;
+  size_t count = 0;
+  for (const auto& t : program.container().tensors()) {
+    if (t.name.rfind(kEmbeddedFilePrefix, 0) == 0) continue;
+    ++count;
+    std::string dtype = dtype_name(t.dtype), shape = shape_str(t.shape), note;
+    if (auto q = quantized.find(t.name); q != quantized.end() && t.shape.size() == 2) {
+      const WeightQuant& wq = q->second.quant;
+      dtype = dtype_name(wq.dtype);
+      shape = shape_str({t.shape[0], wq.dtype == DType::I4 ? t.shape[1] * 2 : t.shape[1]});
+      note = cat("group ", wq.group, ", scales ", q->second.scales);
+    } else if (auto s = scales_of.find(t.name); s != scales_of.end()) {
+      note = "scales of " + s->second;
+    }
+    bytes_by_dtype[dtype] += t.size;
+    std::printf("  tensor %-44s %-8s %-14s %10s  %s\n", t.name.c_str(), dtype.c_str(), shape.c_str(),
+                human_bytes(t.size).c_str(), note.c_str());
+  }
+  std::string by_dtype;
+  for (const auto& [dtype, bytes] : bytes_by_dtype)
+    by_dtype += cat(by_dtype.empty() ? "" : ", ", dtype, " ", human_bytes(bytes));
+  std::printf("weights: %zu tensors, %s (%s)\n", count, human_bytes(program.weight_bytes()).c_str(), by_dtype.c_str());
+}
+
 int run_inspect(const std::vector<std::string>& argv) {
   Args args(argv, {}, {});
   args.expect_positional(1, "FILE (a program file)");
@@ -33,9 +70,8 @@ int run_inspect(const std::vector<std::string>& argv) {
   std::printf("metadata:\n");
   for (auto it = program->metadata().begin(); it != program->metadata().end(); ++it)
     std::printf("  %-18s %s\n", it.key().c_str(), it.value().dump().c_str());
-  size_t weights = 0;
-  for (const auto& t : program->container().tensors()) weights += t.name.rfind(kEmbeddedFilePrefix, 0) != 0;
-  std::printf("weights: %zu tensors, %s\n", weights, human_bytes(program->weight_bytes()).c_str());
+  std::printf("format version %d\n", program->spec().format_version);
+  print_weights(*program);
   for (const auto& t : program->container().tensors())
     if (t.name.rfind(kEmbeddedFilePrefix, 0) == 0)
       std::printf("embedded file: %s (%s)\n", t.name.substr(std::string(kEmbeddedFilePrefix).size()).c_str(),

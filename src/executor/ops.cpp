@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "kernels/kernels.h"
 
@@ -79,26 +80,81 @@ std::shared_ptr<const void> prepared(T value) {
 
 int64_t numel(const Tensor& t) { return *shape_numel(*t.shape); }
 
+// ---- quantized weights --------------------------------------------------------------------
+// A quantized weight (attributes weight_dtype, group_size) is input 1, stored as int8 [N, K] or
+// packed int4 uint8 [N, K / 2], and its float16 scales [N, K / group] are input 2.
+
+// Checks input 1 and its scales against q; returns the weight's logical [N, K]. in_width: the K
+// the node's activations have (a linear's), or -1 (an embedding's table sets it).
+Shape check_quantized_weight(const std::vector<OpOperand>& in, const WeightQuant& q, int64_t in_width) {
+  const OpOperand& w = in[1];
+  if (in.size() < 3) fail("input 2, the float16 scales of quantized weight '", w.spec->name, "', is missing");
+  expect_rank(1, w, 2);
+  const DType stored = quantized_storage_dtype(q);
+  if (w.spec->dtype != stored)
+    fail(describe(1, w), " must be ", dtype_name(stored), " to hold ", dtype_name(q.dtype), " values");
+  const int64_t per_byte = q.dtype == DType::I4 ? 2 : 1;
+  const Shape logical = {w.spec->shape[0], w.spec->shape[1] * per_byte};
+  if (in_width >= 0 && logical[1] != in_width)
+    fail(describe(1, w), " must be ", dtype_name(stored), " ", shape_str({logical[0], in_width / per_byte}), " (",
+         in_width, " input features", per_byte == 2 ? ", two a byte" : "", ") to match ", describe(0, in[0]));
+  if (logical[1] % q.group != 0)
+    fail("attribute 'group_size' = ", q.group, " does not divide the ", logical[1], " input features of ",
+         describe(1, w));
+  const OpOperand& scales = in[2];
+  const Shape want = {logical[0], logical[1] / q.group};
+  if (scales.spec->dtype != DType::F16 || scales.spec->shape != want)
+    fail(describe(2, scales), " must be the float16 scales of '", w.spec->name, "': float16 ", shape_str(want));
+  return logical;
+}
+
+// A weight operand that is not float: name the attributes that would make it a quantized one.
+void expect_float_weight(size_t i, const OpOperand& o) {
+  if (o.spec->dtype == DType::I8 || o.spec->dtype == DType::U8)
+    fail(describe(i, o), " is quantized but the node has no attribute '", kWeightDtypeAttr, "'");
+  expect_float(i, o);
+}
+
+// A quantized weight at run time (checked at load): its dtype follows from the stored one
+// (stored_weight_type), its group from the input width over the scales' width.
+kernels::QuantWeights quant_weights(const Tensor& scales, int64_t in_width) {
+  return {scales.as<const uint16_t>(), in_width / scales.dim(1)};
+}
+DType stored_weight_type(const Tensor& w) { return w.dtype == DType::U8 ? DType::I4 : w.dtype; }
+bool is_quantized(const Tensor& w) { return w.dtype == DType::I8 || w.dtype == DType::U8; }
+
 // ---- embedding -----------------------------------------------------------------------------
 
-OpSignature check_embedding(const std::vector<OpOperand>& in, const json&) {
-  expect_count(in, 2, 2);
+OpSignature check_embedding(const std::vector<OpOperand>& in, const json& attrs) {
+  std::optional<WeightQuant> q = weight_quant_from_attrs(attrs);
+  expect_count(in, 2, q ? 3 : 2);
   expect_dtype(0, in[0], DType::I64);
   expect_rank(0, in[0], 2);
-  expect_float(1, in[1]);
-  expect_rank(1, in[1], 2);
-  return {{f32({in[0].spec->shape[0], in[0].spec->shape[1], in[1].spec->shape[1]})}, {}, {}};
+  Shape table = in[1].spec->shape;
+  if (q) {
+    table = check_quantized_weight(in, *q, -1);
+  } else {
+    expect_float_weight(1, in[1]);
+    expect_rank(1, in[1], 2);
+  }
+  return {{f32({in[0].spec->shape[0], in[0].spec->shape[1], table[1]})}, {}, {}};
 }
 
 Status run_embedding(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
                      const void*) {
   const int64_t* ids = in[0].as<int64_t>();
-  const int64_t rows = numel(in[0]), vocab = in[1].dim(0), width = in[1].dim(1);
+  const int64_t rows = numel(in[0]), vocab = in[1].dim(0), width = out[0].dim(2);
+  const bool quantized = is_quantized(in[1]);
+  const kernels::QuantWeights quant = quantized ? quant_weights(in[2], width) : kernels::QuantWeights{};
   const size_t row_bytes = size_t(width) * dtype_size(in[1].dtype);
   for (int64_t r = 0; r < rows; ++r) {
     if (ids[r] < 0 || ids[r] >= vocab)
       return Status::error(cat("token id ", ids[r], " at row ", r, " is outside the vocabulary [0, ", vocab, ")"));
-    k.load_row(in[1].as<uint8_t>() + size_t(ids[r]) * row_bytes, in[1].dtype, width, out[0].as<float>() + r * width);
+    float* dst = out[0].as<float>() + r * width;
+    if (quantized)
+      k.load_quant_row(in[1].data, stored_weight_type(in[1]), quant.scales, quant.group, ids[r], width, dst);
+    else
+      k.load_row(in[1].as<uint8_t>() + size_t(ids[r]) * row_bytes, in[1].dtype, width, dst);
   }
   return {};
 }
@@ -151,31 +207,41 @@ kernels::LinearFusion rms_norm_fusion(const std::vector<Tensor>& in, const void*
 
 // ---- linear --------------------------------------------------------------------------------
 
-OpSignature check_linear(const std::vector<OpOperand>& in, const json&) {
-  expect_count(in, 2, 3);
+OpSignature check_linear(const std::vector<OpOperand>& in, const json& attrs) {
+  std::optional<WeightQuant> q = weight_quant_from_attrs(attrs);
+  const size_t bias_at = q ? 3 : 2;
+  expect_count(in, 2, bias_at + 1);
   expect_activation(0, in[0]);
-  expect_float(1, in[1]);
-  expect_rank(1, in[1], 2);
   const Shape& x = in[0].spec->shape;
-  const Shape& w = in[1].spec->shape;
+  Shape w = in[1].spec->shape;
+  if (q) {
+    w = check_quantized_weight(in, *q, x[2]);
+  } else {
+    expect_float_weight(1, in[1]);
+    expect_rank(1, in[1], 2);
+  }
   if (w[1] != x[2]) fail(describe(1, in[1]), " must have ", x[2], " columns to match ", describe(0, in[0]));
-  if (in.size() == 3) {
-    expect_float(2, in[2]);
-    expect_rank(2, in[2], 1);
-    if (in[2].spec->shape[0] != w[0]) fail(describe(2, in[2]), " must have length ", w[0]);
+  if (in.size() == bias_at + 1) {
+    expect_float(bias_at, in[bias_at]);
+    expect_rank(bias_at, in[bias_at], 1);
+    if (in[bias_at].spec->shape[0] != w[0]) fail(describe(bias_at, in[bias_at]), " must have length ", w[0]);
   }
   return {{f32({1, x[1], w[0]})}, {}, {}};
 }
 
 // out may be empty (no destination: only the weights are wanted).
 kernels::LinearOutput linear_output(const std::vector<Tensor>& in, const std::vector<Tensor>& out) {
-  const Tensor* bias = in.size() == 3 ? &in[2] : nullptr;
-  return {in[1].data,
-          in[1].dtype,
-          in[1].dim(0),
-          bias ? bias->data : nullptr,
-          bias ? bias->dtype : DType::F32,
-          out.empty() ? nullptr : out[0].as<float>()};
+  const bool quantized = is_quantized(in[1]);
+  const size_t bias_at = quantized ? 3 : 2;
+  const Tensor* bias = in.size() == bias_at + 1 ? &in[bias_at] : nullptr;
+  kernels::LinearOutput o{in[1].data,
+                          stored_weight_type(in[1]),
+                          in[1].dim(0),
+                          bias ? bias->data : nullptr,
+                          bias ? bias->dtype : DType::F32,
+                          out.empty() ? nullptr : out[0].as<float>()};
+  if (quantized) o.quant = quant_weights(in[2], in[0].dim(2));
+  return o;
 }
 
 std::vector<PrefetchRange> linear_first_reads(const kernels::KernelTable& k, std::span<const std::vector<Tensor>> in,
@@ -206,14 +272,15 @@ Status run_linear_group(const kernels::KernelTable& k, std::span<const std::vect
 // ---- rope ----------------------------------------------------------------------------------
 
 struct RopeAttrs {
-  int64_t head_dim;
+  int64_t head_dim, rotary_dim;
   std::vector<float> inv_freq;
+  float attention_factor;
 };
 
-// Frequencies as Hugging Face computes them (default and "llama3" rope_scaling).
-std::vector<float> rope_inv_freq(int64_t head_dim, double theta, const json& scaling) {
-  std::vector<double> inv(size_t(head_dim / 2));
-  for (int64_t i = 0; i < head_dim / 2; ++i) inv[i] = 1.0 / std::pow(theta, double(2 * i) / double(head_dim));
+// Frequencies as Hugging Face computes them (default and "llama3" rope_scaling) over `dim` values.
+std::vector<float> rope_inv_freq(int64_t dim, double theta, const json& scaling) {
+  std::vector<double> inv(size_t(dim / 2));
+  for (int64_t i = 0; i < dim / 2; ++i) inv[i] = 1.0 / std::pow(theta, double(2 * i) / double(dim));
   if (!scaling.is_null()) {
     if (!scaling.is_object()) fail("attribute 'scaling' must be an object or null");
     if (scaling.contains("type") && !scaling["type"].is_string())
@@ -241,6 +308,22 @@ std::vector<float> rope_inv_freq(int64_t head_dim, double theta, const json& sca
   return std::vector<float>(inv.begin(), inv.end());
 }
 
+// Frequencies given as a list (rope scaling computed by the exporter): rotary_dim / 2 of them.
+std::vector<float> listed_inv_freq(const json& list, int64_t rotary_dim) {
+  if (!list.is_array() || int64_t(list.size()) != rotary_dim / 2)
+    fail("attribute 'inv_freq' must be a list of rotary_dim / 2 = ", rotary_dim / 2, " numbers");
+  std::vector<float> inv;
+  for (const json& f : list) {
+    if (!f.is_number() || !(f.get<double>() > 0 && f.get<double>() < 1e6))
+      fail("attribute 'inv_freq' holds ", f.dump(), ", not a frequency in (0, 1e6)");
+    inv.push_back(float(f.get<double>()));
+  }
+  return inv;
+}
+
+// attrs: head_dim; rotary_dim (optional, default head_dim: the leading values of each head that
+// rotate); either theta with an optional llama3 scaling, or inv_freq; attention_factor (optional,
+// default 1: scales cos and sin).
 OpSignature check_rope(const std::vector<OpOperand>& in, const json& attrs) {
   expect_count(in, 2, 2);
   expect_activation(0, in[0]);
@@ -251,16 +334,27 @@ OpSignature check_rope(const std::vector<OpOperand>& in, const json& attrs) {
   int64_t head_dim = int_attr(attrs, "head_dim", 2, 1 << 16);
   if (head_dim % 2 != 0) fail("attribute 'head_dim' must be even");
   if (in[0].spec->shape[2] % head_dim != 0) fail(describe(0, in[0]), " width is not a multiple of head_dim ", head_dim);
-  double theta = float_attr(attrs, "theta", 1, 1e12);
-  json scaling = attrs.contains("scaling") ? attrs["scaling"] : json();
-  return {{out_like(*in[0].spec)}, {}, prepared(RopeAttrs{head_dim, rope_inv_freq(head_dim, theta, scaling)})};
+  int64_t rotary_dim = attrs.contains("rotary_dim") ? int_attr(attrs, "rotary_dim", 2, head_dim) : head_dim;
+  if (rotary_dim % 2 != 0) fail("attribute 'rotary_dim' must be even");
+  float factor = attrs.contains("attention_factor") ? float(float_attr(attrs, "attention_factor", 1e-6, 1e6)) : 1.0f;
+  std::vector<float> inv;
+  if (attrs.contains("inv_freq")) {
+    if (attrs.contains("scaling")) fail("attributes 'inv_freq' and 'scaling' exclude each other");
+    inv = listed_inv_freq(attrs["inv_freq"], rotary_dim);
+  } else {
+    double theta = float_attr(attrs, "theta", 1, 1e12);
+    json scaling = attrs.contains("scaling") ? attrs["scaling"] : json();
+    inv = rope_inv_freq(rotary_dim, theta, scaling);
+  }
+  return {{out_like(*in[0].spec)}, {}, prepared(RopeAttrs{head_dim, rotary_dim, std::move(inv), factor})};
 }
 
 Status run_rope(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
                 const void* p) {
   const auto& a = *static_cast<const RopeAttrs*>(p);
   int64_t rows = in[0].dim(1), heads = in[0].dim(2) / a.head_dim;
-  k.rope(in[0].as<float>(), out[0].as<float>(), rows, heads, a.head_dim, in[1].as<int64_t>(), a.inv_freq.data());
+  k.rope(in[0].as<float>(), out[0].as<float>(), rows, heads, a.head_dim, a.rotary_dim, in[1].as<int64_t>(),
+         a.inv_freq.data(), a.attention_factor);
   return {};
 }
 
@@ -408,12 +502,18 @@ kernels::LinearFusion gelu_tanh_mul_fusion(const std::vector<Tensor>& in, const 
   return fusion;
 }
 
-// ---- scale: y = x * factor -------------------------------------------------------------------
+Status run_add(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+               const void*) {
+  k.add(in[0].as<float>(), in[1].as<float>(), numel(in[0]), out[0].as<float>());
+  return {};
+}
 
+// y = x * factor (attr "factor", a number).
 OpSignature check_scale(const std::vector<OpOperand>& in, const json& attrs) {
   expect_count(in, 1, 1);
   expect_dtype(0, in[0], DType::F32);
-  const float factor = float(float_attr(attrs, "factor", -1e30, 1e30));
+  float factor =
+      float(float_attr(attrs, "factor", std::numeric_limits<float>::lowest(), std::numeric_limits<float>::max()));
   return {{out_like(*in[0].spec)}, {}, prepared(factor)};
 }
 
@@ -422,14 +522,9 @@ Status run_scale(const kernels::KernelTable&, const std::vector<Tensor>& in, con
   const float factor = *static_cast<const float*>(p);
   const float* x = in[0].as<float>();
   float* y = out[0].as<float>();
-  const int64_t n = numel(in[0]);
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * factor;
-  return {};
-}
-
-Status run_add(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
-               const void*) {
-  k.add(in[0].as<float>(), in[1].as<float>(), numel(in[0]), out[0].as<float>());
+  parallel_for(numel(in[0]), 32768, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = x[i] * factor;
+  });
   return {};
 }
 

@@ -77,14 +77,29 @@ const TensorInfo& HfCheckpoint::info(const std::string& name) const {
 
 void HfCheckpoint::read(const std::string& name, DType dtype, void* dst) const {
   const TensorInfo& t = info(name);
+  read_rows(name, 0, t.shape.empty() ? 1 : t.shape[0], dtype, dst);
+}
+
+void HfCheckpoint::read_rows(const std::string& name, int64_t first_row, int64_t rows, DType dtype, void* dst) const {
+  const TensorInfo& t = info(name);
   const Shard* shard = tensors_.at(name).first;
   if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
     fail(dir_, ": tensor '", name, "' has dtype ", dtype_name(t.dtype),
          "; only float32, float16 and bfloat16 weights are supported");
+  const int64_t total_rows = t.shape.empty() ? 1 : t.shape[0];
+  if (first_row < 0 || rows < 0 || first_row + rows > total_rows)
+    fail(dir_, ": tensor '", name, "' has no rows [", first_row, ", ", first_row + rows, ")");
+  const size_t row_bytes = total_rows == 0 ? 0 : t.size / size_t(total_rows);
+  const uint8_t* src = shard->view.tensor_data(t) + size_t(first_row) * row_bytes;
+  const size_t bytes = size_t(rows) * row_bytes;
+  if (t.dtype == dtype) {  // the mapped rows as they are
+    if (bytes) std::memcpy(dst, src, bytes);
+    return;
+  }
   // Checkpoint data need not be aligned: copy it out before converting.
-  std::vector<uint8_t> raw(t.size);
-  if (t.size) std::memcpy(raw.data(), shard->view.tensor_data(t), t.size);
-  convert_floats(raw.data(), t.dtype, dst, dtype, size_t(t.size / dtype_size(t.dtype)));
+  std::vector<uint8_t> raw(bytes);
+  if (bytes) std::memcpy(raw.data(), src, bytes);
+  convert_floats(raw.data(), t.dtype, dst, dtype, bytes / dtype_size(t.dtype));
 }
 
 std::vector<std::string> HfCheckpoint::tensor_names() const {

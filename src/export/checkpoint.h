@@ -24,6 +24,8 @@ class HfCheckpoint {
   const TensorInfo& info(const std::string& name) const;
   // Converts the tensor into `dst` as `dtype` (floating types only).
   void read(const std::string& name, DType dtype, void* dst) const;
+  // Converts rows [first_row, first_row + rows) of the tensor (by its first dimension) into `dst`.
+  void read_rows(const std::string& name, int64_t first_row, int64_t rows, DType dtype, void* dst) const;
   std::vector<std::string> tensor_names() const;
   // Contents of an optional side file (tokenizer.json, ...), empty if absent.
   std::string side_file(const std::string& name) const;

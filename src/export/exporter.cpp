@@ -1,15 +1,38 @@
 #include "export/exporter.h"
 
 #include <cstring>
+#include <set>
 #include <vector>
 
 #include "chat/text_check.h"
 #include "contract/hf_static_contract.h"
 #include "export/checkpoint.h"
+#include "export/quantize.h"
 #include "format/program.h"
 #include "util/error.h"
 
 namespace hfstatic {
+namespace {
+
+// Adds a quantized weight and its scales, each computed from a float32 copy of the checkpoint
+// tensor made when the writer asks for it; returns their bytes.
+uint64_t add_quantized_weight(ProgramWriter& writer, const HfCheckpoint& ckpt, const WeightUse& w,
+                              const WeightQuant& q) {
+  const int64_t rows = w.shape[0], cols = w.shape[1];
+  auto quantize = [&ckpt, w, q, rows, cols](uint8_t* packed, uint16_t* scales) {
+    std::vector<float> x(size_t(rows * cols));
+    ckpt.read_rows(w.source.empty() ? w.name : w.source, w.source_row, rows, DType::F32, x.data());
+    quantize_matrix(w.name, x.data(), rows, cols, q, packed, scales);
+  };
+  const Shape packed_shape = quantized_storage_shape(q, w.shape), scales_shape = {rows, cols / q.group};
+  writer.add_weight(w.name, quantized_storage_dtype(q), packed_shape,
+                    [quantize](uint8_t* dst) { quantize(dst, nullptr); });
+  writer.add_weight(quant_scales_name(w.name), DType::F16, scales_shape,
+                    [quantize](uint8_t* dst) { quantize(nullptr, reinterpret_cast<uint16_t*>(dst)); });
+  return uint64_t(*shape_numel(packed_shape)) + uint64_t(*shape_numel(scales_shape)) * 2;
+}
+
+}  // namespace
 
 ExportSummary export_program(const std::string& dir, const std::string& out_path, const ExportOptions& options) {
   HfCheckpoint ckpt = HfCheckpoint::open(dir);
@@ -39,26 +62,45 @@ ExportSummary export_program(const std::string& dir, const std::string& out_path
   GraphOptions graph = options.graph;
   graph.weights_dtype = weights_dtype;
   BuiltProgram built = build_program(config, graph);
-  built.spec.metadata[hf_static::keys::weights_dtype] = dtype_name(weights_dtype);
+  std::set<std::string> quantized;
+  if (options.quant) {
+    try {
+      quantized = quantize_graph(built.spec, *options.quant, built.weights);
+    } catch (const Error& e) {
+      fail(dir, ": ", e.what());
+    }
+  }
+  built.spec.metadata[hf_static::keys::weights_dtype] =
+      dtype_name(options.quant ? options.quant->dtype : weights_dtype);
 
   ProgramWriter writer(std::move(built.spec));
   ExportSummary summary;
   for (const WeightUse& w : built.weights) {
-    Shape shape = w.shape;
-    std::string name = w.name;
+    if (quantized.count(w.name)) {
+      summary.weight_bytes += add_quantized_weight(writer, ckpt, w, *options.quant);
+      summary.tensors += 2;
+      continue;
+    }
+    const Shape shape = w.shape;
     if (w.plus_one) {  // 1 + w computed in float32, as the model's norm does, and kept in float32
       const size_t n = size_t(*shape_numel(shape));
-      writer.add_weight(name, DType::F32, shape, [&ckpt, name, n](uint8_t* dst) {
+      writer.add_weight(w.name, DType::F32, shape, [&ckpt, name = w.name, n](uint8_t* dst) {
         std::vector<float> values(n);
         ckpt.read(name, DType::F32, reinterpret_cast<uint8_t*>(values.data()));
         for (float& v : values) v += 1.0f;
         std::memcpy(dst, values.data(), n * sizeof(float));
       });
-    } else {
-      writer.add_weight(name, weights_dtype, shape,
-                        [&ckpt, name, weights_dtype](uint8_t* dst) { ckpt.read(name, weights_dtype, dst); });
+      summary.weight_bytes += uint64_t(n) * dtype_size(DType::F32);
+      ++summary.tensors;
+      continue;
     }
-    summary.weight_bytes += uint64_t(*shape_numel(shape)) * dtype_size(w.plus_one ? DType::F32 : weights_dtype);
+    // A weight cut from a fused tensor reads its rows of it; the others, the whole tensor.
+    const std::string source = w.source.empty() ? w.name : w.source;
+    const int64_t first_row = w.source_row, rows = shape.empty() ? 1 : shape[0];
+    writer.add_weight(w.name, weights_dtype, shape, [&ckpt, source, first_row, rows, weights_dtype](uint8_t* dst) {
+      ckpt.read_rows(source, first_row, rows, weights_dtype, dst);
+    });
+    summary.weight_bytes += uint64_t(*shape_numel(shape)) * dtype_size(weights_dtype);
     ++summary.tensors;
   }
   for (const char* side : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"}) {

@@ -11,6 +11,9 @@ namespace hfstatic {
 struct ExportOptions {
   GraphOptions graph;
   std::optional<DType> weights_dtype;  // default: the checkpoint's own dtype
+  // Linear and embedding weights quantized (export/quantize.h); the other weights (norms,
+  // biases) keep weights_dtype.
+  std::optional<WeightQuant> quant;
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "contract/hf_static_contract.h"
+#include "export/rope_config.h"
 #include "util/error.h"
 
 namespace hfstatic {
@@ -66,25 +67,16 @@ class MethodBuilder {
   int64_t rows_ = 0;
 };
 
-// The rope attributes of a layer of the given kind: local layers of a family with a local base
-// (gemma3's rope_local_base_freq) take that base and no scaling.
-json rope_attrs(const HfConfig& c, bool local_base) {
-  json attrs = {{"head_dim", c.head_dim}, {"theta", local_base ? *c.rope_local_theta : c.rope_theta}};
-  if (c.rope_scaling && !local_base) {
-    const RopeScaling& s = *c.rope_scaling;
-    attrs["scaling"] = {{"type", s.type},
-                        {"factor", s.factor},
-                        {"low_freq_factor", s.low_freq_factor},
-                        {"high_freq_factor", s.high_freq_factor},
-                        {"original_max_position_embeddings", s.original_max_position_embeddings}};
-  }
-  return attrs;
-}
-
 // The inputs a layer's nodes read, by name.
 struct LayerInputs {
   std::string positions, mask, mask_for_cache, k_cache, v_cache, counter;
+  const json* rope;  // the layer's rope attributes
 };
+
+// Granite's multipliers (1 elsewhere: no node).
+std::string scaled(MethodBuilder& b, const std::string& x, double factor, const std::string& out, int64_t width) {
+  return factor == 1 ? x : b.op("scale", {x}, out, width, {{"factor", factor}});
+}
 
 // One decoder layer from residual stream h; returns the new residual stream.
 std::string build_layer(MethodBuilder& b, const HfConfig& c, int64_t l, const std::string& h0, const LayerInputs& in) {
@@ -109,14 +101,16 @@ std::string build_layer(MethodBuilder& b, const HfConfig& c, int64_t l, const st
     q = b.op("head_rms_norm", {q, p + "self_attn.q_norm.weight"}, v + "q_norm", Q, eps);
     k = b.op("head_rms_norm", {k, p + "self_attn.k_norm.weight"}, v + "k_norm", KV, eps);
   }
-  const bool local_base = c.rope_local_theta && c.sliding_layers[size_t(l)];
-  q = b.op("rope", {q, in.positions}, v + "q_rope", Q, rope_attrs(c, local_base));
-  k = b.op("rope", {k, in.positions}, v + "k_rope", KV, rope_attrs(c, local_base));
+  if (c.rope_layers.empty() || c.rope_layers[size_t(l)]) {
+    q = b.op("rope", {q, in.positions}, v + "q_rope", Q, *in.rope);
+    k = b.op("rope", {k, in.positions}, v + "k_rope", KV, *in.rope);
+  }
   b.node("cache_write", {k, val, in.k_cache, in.v_cache, in.counter, in.mask_for_cache}, {});
   json attention = {{"n_heads", c.num_attention_heads}};
   if (c.query_pre_attn_scalar) attention["scale"] = 1.0 / std::sqrt(*c.query_pre_attn_scalar);
+  if (c.attention_multiplier) attention["scale"] = *c.attention_multiplier;
   std::string a = b.op("attention", {q, in.k_cache, in.v_cache, in.mask}, v + "attn", Q, attention);
-  std::string out = proj("o_proj", a, E, c.o_proj_bias);
+  std::string out = scaled(b, proj("o_proj", a, E, c.o_proj_bias), c.residual_multiplier, v + "o_scaled", E);
   if (c.sandwich_norms) out = norm(out, "post_attention_layernorm", "attn_post_norm");
   std::string h = b.op("add", {h0, out}, v + "attn_residual", E);
   x = norm(h, c.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", "mlp_norm");
@@ -125,6 +119,7 @@ std::string build_layer(MethodBuilder& b, const HfConfig& c, int64_t l, const st
   std::string act = b.op(c.hidden_act == "gelu_pytorch_tanh" ? "gelu_tanh_mul" : "silu_mul", {g, u}, v + "act", F);
   std::string d = b.op("linear", {act, p + "mlp.down_proj.weight"}, v + "down", E);
   if (c.sandwich_norms) d = norm(d, "post_feedforward_layernorm", "mlp_post_norm");
+  d = scaled(b, d, c.residual_multiplier, v + "down_scaled", E);
   return b.op("add", {h, d}, v + "mlp_residual", E);
 }
 
@@ -150,17 +145,32 @@ MethodSpec build_method(const hf_static::Metadata& meta, bool prefill, const HfC
     }
     h = b.op("scale", {h}, "embed_scaled", E, {{"factor", factor}});
   }
+  h = scaled(b, h, c.embedding_multiplier, "embed_scaled", E);
+  // Local layers of a family with a local base (gemma3's rope_local_base_freq) rotate with that
+  // base and no scaling.
+  const json rope = rope_attributes(c, o.max_context);
+  json local_rope = rope;
+  if (c.rope_local_theta) {
+    HfConfig local = c;
+    local.rope_theta = *c.rope_local_theta;
+    local.rope_scaling.reset();
+    local_rope = rope_attributes(local, o.max_context);
+  }
   for (int64_t l = 0; l < L; ++l) {
     const bool local = meta.has_local_mask() && meta.layer_kinds[size_t(l)] == LayerKind::Local;
+    const bool local_base = c.rope_local_theta && c.sliding_layers[size_t(l)];
     LayerInputs in{inputs[kPositionsInput].name,
                    inputs[local ? kLocalMaskInput : kMaskInput].name,
                    inputs[kMaskInput].name,
                    state[state_slot(l, StateRole::KeyCache)],
                    state[state_slot(l, StateRole::ValueCache)],
-                   state[state_slot(l, StateRole::Counter)]};
+                   state[state_slot(l, StateRole::Counter)],
+                   local_base ? &local_rope : &rope};
     h = build_layer(b, c, l, h, in);
   }
   std::string hn = b.op("rms_norm", {h, "model.norm.weight"}, "final_norm", E, {{"eps", c.rms_norm_eps}});
+  // logits / logits_scaling, as (h / logits_scaling) lm_head^T: the lm_head keeps its row slicing.
+  hn = scaled(b, hn, 1 / c.logits_scaling, "final_norm_scaled", E);
   const std::string head = c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
   b.op("linear", {hn, head}, "logits", c.vocab_size);
 
@@ -192,6 +202,11 @@ BuiltProgram build_program(const HfConfig& c, const GraphOptions& o) {
     fail("--prefill-len ", o.prefill_len, " is outside [1, max_context = ", o.max_context, "]");
   if (o.cache_dtype != DType::F32 && o.cache_dtype != DType::F16)
     fail("--cache-dtype ", dtype_name(o.cache_dtype), " is not supported (float32, float16)");
+  // Families whose window is not read into sliding layers (phi3, smollm3).
+  if (c.sliding_window && *c.sliding_window < o.max_context && c.sliding_layers.empty())
+    fail("config field 'sliding_window' = ", *c.sliding_window, " is smaller than max_context ", o.max_context,
+         "; sliding-window attention is not supported for ", c.model_type, " (export with --max-context ",
+         *c.sliding_window, " or less)");
 
   hf_static::Metadata meta;
   meta.n_layers = c.num_hidden_layers;
@@ -230,7 +245,7 @@ BuiltProgram build_program(const HfConfig& c, const GraphOptions& o) {
   spec.methods.push_back(build_method(meta, /*prefill=*/true, c, o));
   spec.methods.push_back(build_method(meta, /*prefill=*/false, c, o));
 
-  out.weights = expected_tensors(c);
+  out.weights = program_weights(c);
   return out;
 }
 

@@ -1,7 +1,11 @@
 #include "export/hf_config.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "export/config_reader.h"
+#include "export/family_config.h"
+#include "export/rope_config.h"
 #include "util/error.h"
 
 namespace hfstatic {
@@ -9,40 +13,6 @@ namespace hfstatic {
 using nlohmann::json;
 
 namespace {
-
-struct Reader {
-  const json& j;
-  const std::string& origin;
-
-  bool has(const char* key) const { return j.contains(key) && !j[key].is_null(); }
-
-  int64_t integer(const char* key, int64_t min, int64_t max, std::optional<int64_t> fallback = std::nullopt) const {
-    if (!has(key)) {
-      if (fallback) return *fallback;
-      fail(origin, ": config field '", key, "' is missing");
-    }
-    const json& v = j[key];
-    if (!v.is_number_integer()) fail(origin, ": config field '", key, "' = ", v.dump(), " is not an integer");
-    int64_t x = v.get<int64_t>();
-    if (x < min || x > max) fail(origin, ": config field '", key, "' = ", x, " is outside [", min, ", ", max, "]");
-    return x;
-  }
-
-  double number(const char* key, double min, double max, double fallback) const {
-    if (!has(key)) return fallback;
-    const json& v = j[key];
-    if (!v.is_number()) fail(origin, ": config field '", key, "' = ", v.dump(), " is not a number");
-    double x = v.get<double>();
-    if (!(x >= min && x <= max)) fail(origin, ": config field '", key, "' = ", x, " is outside [", min, ", ", max, "]");
-    return x;
-  }
-
-  bool boolean(const char* key, bool fallback) const {
-    if (!has(key)) return fallback;
-    if (!j[key].is_boolean()) fail(origin, ": config field '", key, "' = ", j[key].dump(), " is not a boolean");
-    return j[key].get<bool>();
-  }
-};
 
 std::vector<int64_t> token_ids(const json& v, const char* key, const std::string& origin) {
   std::vector<int64_t> out;
@@ -58,8 +28,11 @@ std::vector<int64_t> token_ids(const json& v, const char* key, const std::string
 
 // Which layers use the sliding window, by Hugging Face's rule for the family: every layer of
 // mistral; for qwen2/qwen3 an explicit layer_types, else layers >= max_window_layers.
-std::vector<bool> read_sliding_layers(const json& j, const Reader& r, const HfConfig& c) {
+std::vector<bool> read_sliding_layers(const json& j, const ConfigReader& r, const HfConfig& c) {
   const size_t n = size_t(c.num_hidden_layers);
+  // phi3's and smollm3's windows are not read into layers: build_program refuses them when they
+  // are shorter than max_context.
+  if (c.model_type == "phi3" || c.model_type == "smollm3") return {};
   if (!c.sliding_window) return std::vector<bool>(n, false);
   if (c.model_type == "mistral") return std::vector<bool>(n, true);
   std::vector<bool> out(n, false);
@@ -89,7 +62,7 @@ std::vector<bool> read_sliding_layers(const json& j, const Reader& r, const HfCo
 
 // gemma3_text: GeGLU, norms around attention and MLP that scale by 1 + w, q/k norms, scaled
 // embeddings, its own attention scale, and sliding layers with their own rope base.
-void read_gemma3(const json& j, const Reader& r, HfConfig& c) {
+void read_gemma3(const json& j, const ConfigReader& r, HfConfig& c) {
   for (const char* key : {"hidden_activation", "hidden_act"}) {
     if (r.has(key) && j[key] != "gelu_pytorch_tanh")
       fail(r.origin, ": config field '", key, "' = ", j[key].dump(),
@@ -113,15 +86,16 @@ void read_gemma3(const json& j, const Reader& r, HfConfig& c) {
 
 HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   if (!j.is_object()) fail(origin, ": config is not a JSON object");
-  Reader r{j, origin};
+  ConfigReader r{j, origin};
   HfConfig c;
   if (!r.has("model_type") || !j["model_type"].is_string())
     fail(origin, ": config field 'model_type' is missing or not a string");
   c.model_type = j["model_type"].get<std::string>();
-  if (c.model_type != "llama" && c.model_type != "mistral" && c.model_type != "qwen2" && c.model_type != "qwen3" &&
-      c.model_type != "gemma3_text")
+  const std::vector<std::string> supported = {"llama", "mistral", "qwen2",   "qwen3",
+                                              "phi3",  "smollm3", "granite", "gemma3_text"};
+  if (std::find(supported.begin(), supported.end(), c.model_type) == supported.end())
     fail(origin, ": config field 'model_type' = '", c.model_type,
-         "' is not supported (supported: llama, mistral, qwen2, qwen3, gemma3_text)");
+         "' is not supported (supported: llama, mistral, qwen2, qwen3, phi3, smollm3, granite, gemma3_text)");
   const bool gemma = c.model_type == "gemma3_text";
   constexpr int64_t kBig = int64_t(1) << 31;
   c.hidden_size = r.integer("hidden_size", 1, kBig);
@@ -165,35 +139,13 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   if ((c.model_type == "qwen2" || c.model_type == "qwen3") && r.boolean("use_sliding_window", false)) {
     c.sliding_window = r.integer("sliding_window", 1, kBig, 4096);
   }
+  parse_family_fields(j, c, origin);
   c.sliding_layers = read_sliding_layers(j, r, c);
-  if (r.has("rope_scaling")) {
-    const json& s = j["rope_scaling"];
-    if (!s.is_object()) fail(origin, ": config field 'rope_scaling' = ", s.dump(), " is not an object");
-    for (const char* key : {"rope_type", "type"})
-      if (s.contains(key) && !s[key].is_string())
-        fail(origin, ": config field 'rope_scaling.", key, "' = ", s[key].dump(), " is not a string");
-    std::string type;
-    if (s.contains("rope_type") && s["rope_type"].is_string())
-      type = s["rope_type"].get<std::string>();
-    else if (s.contains("type") && s["type"].is_string())
-      type = s["type"].get<std::string>();
-    if (type == "default") {
-      // Same as no scaling.
-    } else if (type == "llama3") {
-      Reader sr{s, origin};
-      RopeScaling rs;
-      rs.type = type;
-      rs.factor = sr.number("factor", 1e-6, 1e6, 8);
-      rs.low_freq_factor = sr.number("low_freq_factor", 1e-6, 1e6, 1);
-      rs.high_freq_factor = sr.number("high_freq_factor", 1e-6, 1e6, 4);
-      rs.original_max_position_embeddings = double(sr.integer("original_max_position_embeddings", 1, kBig, 8192));
-      if (!(rs.high_freq_factor > rs.low_freq_factor))
-        fail(origin, ": config field 'rope_scaling' needs high_freq_factor > low_freq_factor");
-      c.rope_scaling = rs;
-    } else {
-      fail(origin, ": config field 'rope_scaling' type '", type, "' is not supported (supported: llama3)");
-    }
-  }
+  parse_rope_config(j, c, origin);
+  // Its global layers would need the scaling and its local ones the plain local base.
+  if (gemma && c.rope_scaling)
+    fail(origin, ": config field 'rope_scaling' type '", c.rope_scaling->type,
+         "' is not supported for gemma3_text (supported: none, default)");
   if (r.has("bos_token_id")) c.bos_token_id = r.integer("bos_token_id", 0, c.vocab_size - 1);
   if (j.contains("eos_token_id")) c.eos_token_ids = token_ids(j["eos_token_id"], "eos_token_id", origin);
   for (int64_t id : c.eos_token_ids)
@@ -211,9 +163,13 @@ std::vector<WeightUse> expected_tensors(const HfConfig& c) {
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     add(p + "input_layernorm.weight", {E});
-    add(p + "self_attn.q_proj.weight", {Q, E});
-    add(p + "self_attn.k_proj.weight", {KV, E});
-    add(p + "self_attn.v_proj.weight", {KV, E});
+    if (c.fused_projections) {
+      add(p + "self_attn.qkv_proj.weight", {Q + 2 * KV, E});
+    } else {
+      add(p + "self_attn.q_proj.weight", {Q, E});
+      add(p + "self_attn.k_proj.weight", {KV, E});
+      add(p + "self_attn.v_proj.weight", {KV, E});
+    }
     if (c.attention_bias) {
       add(p + "self_attn.q_proj.bias", {Q});
       add(p + "self_attn.k_proj.bias", {KV});
@@ -230,14 +186,44 @@ std::vector<WeightUse> expected_tensors(const HfConfig& c) {
     add(p + "self_attn.o_proj.weight", {E, Q});
     if (c.o_proj_bias) add(p + "self_attn.o_proj.bias", {E});
     add(p + "post_attention_layernorm.weight", {E});
-    add(p + "mlp.gate_proj.weight", {F, E});
-    add(p + "mlp.up_proj.weight", {F, E});
+    if (c.fused_projections) {
+      add(p + "mlp.gate_up_proj.weight", {2 * F, E});
+    } else {
+      add(p + "mlp.gate_proj.weight", {F, E});
+      add(p + "mlp.up_proj.weight", {F, E});
+    }
     add(p + "mlp.down_proj.weight", {E, F});
   }
   add("model.norm.weight", {E});
   if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, E});
   if (c.norm_plus_one)
     for (WeightUse& w : out) w.plus_one = w.name.find("norm.weight") != std::string::npos;
+  return out;
+}
+
+std::vector<WeightUse> program_weights(const HfConfig& c) {
+  std::vector<WeightUse> out;
+  const int64_t E = c.hidden_size, Q = c.num_attention_heads * c.head_dim, KV = c.num_key_value_heads * c.head_dim;
+  const int64_t F = c.intermediate_size;
+  auto split = [&](const WeightUse& fused, const std::string& prefix,
+                   std::vector<std::pair<const char*, int64_t>> parts) {
+    int64_t row = 0;
+    for (const auto& [name, rows] : parts) {
+      out.push_back({prefix + name + ".weight", {rows, E}, fused.name, row});
+      row += rows;
+    }
+  };
+  for (const WeightUse& w : expected_tensors(c)) {
+    const std::string& n = w.name;
+    const size_t at = n.rfind('.', n.size() - std::string(".weight").size() - 1);
+    const std::string prefix = n.substr(0, at + 1), leaf = n.substr(at + 1);
+    if (leaf == "qkv_proj.weight")
+      split(w, prefix, {{"q_proj", Q}, {"k_proj", KV}, {"v_proj", KV}});
+    else if (leaf == "gate_up_proj.weight")
+      split(w, prefix, {{"gate_proj", F}, {"up_proj", F}});
+    else
+      out.push_back(w);
+  }
   return out;
 }
 

@@ -8,13 +8,18 @@
 
 namespace hfstatic {
 
+// config.json's rope_scaling (see rope_config.h for what each type computes).
 struct RopeScaling {
-  std::string type;  // "llama3"
+  std::string type;  // llama3, linear, dynamic, yarn, longrope
   double factor = 1, low_freq_factor = 1, high_freq_factor = 4, original_max_position_embeddings = 8192;
+  double beta_fast = 32, beta_slow = 1;                            // yarn
+  std::optional<double> mscale, mscale_all_dim, attention_factor;  // yarn; attention_factor for longrope too
+  bool truncate = true;                                            // yarn
+  std::vector<double> short_factor, long_factor;                   // longrope: rotary_dim / 2 each
 };
 
 struct HfConfig {
-  std::string model_type;  // llama, mistral, qwen2, qwen3
+  std::string model_type;  // llama, mistral, qwen2, qwen3, phi3, smollm3, granite
   int64_t hidden_size = 0, intermediate_size = 0, num_hidden_layers = 0, num_attention_heads = 0;
   int64_t num_key_value_heads = 0, head_dim = 0, vocab_size = 0, max_position_embeddings = 0;
   double rms_norm_eps = 1e-6, rope_theta = 10000;
@@ -23,7 +28,7 @@ struct HfConfig {
   bool o_proj_bias = false;               // llama's attention_bias also covers o_proj
   bool qk_norm = false;                   // qwen3
   std::optional<int64_t> sliding_window;  // mistral / qwen2 when in use
-  std::vector<bool> sliding_layers;       // per layer: true for HF's "sliding_attention" (needs sliding_window)
+  std::vector<bool> sliding_layers;       // per layer: true for HF's "sliding_attention"; empty: phi3, smollm3
   // Gemma-style architecture details (defaults: the llama layout).
   std::string hidden_act = "silu";              // or "gelu_pytorch_tanh" (gated GELU, tanh approximation)
   bool sandwich_norms = false;                  // norms after attention and MLP too (pre/post_feedforward_layernorm)
@@ -32,6 +37,11 @@ struct HfConfig {
   std::optional<double> query_pre_attn_scalar;  // attention scale query_pre_attn_scalar^-0.5
   std::optional<double> rope_local_theta;       // rope base of sliding layers (rope_local_base_freq)
   std::optional<RopeScaling> rope_scaling;
+  int64_t rotary_dim = 0;          // leading values of each head that rotate (partial_rotary_factor)
+  std::vector<bool> rope_layers;   // smollm3: false for a layer without rope; empty: every layer
+  bool fused_projections = false;  // phi3: qkv_proj and gate_up_proj
+  double embedding_multiplier = 1, residual_multiplier = 1, logits_scaling = 1;  // granite
+  std::optional<double> attention_multiplier;  // granite: the attention scale (default 1/sqrt(head_dim))
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;
   std::string torch_dtype;
@@ -43,10 +53,18 @@ struct HfConfig {
 struct WeightUse {
   std::string name;  // Hugging Face tensor name
   std::vector<int64_t> shape;
+  // A program weight cut from a fused checkpoint tensor: rows [source_row, source_row + shape[0])
+  // of `source`. Empty: the checkpoint tensor `name` itself.
+  std::string source = {};
+  int64_t source_row = 0;
   bool plus_one = false;  // a norm that scales by 1 + w: exported as float32 1 + w
 };
 
 // Every tensor a checkpoint of this config holds, with the shape the config implies.
 std::vector<WeightUse> expected_tensors(const HfConfig& config);
+
+// Every weight a program of this config reads: the checkpoint tensors, with fused ones (phi3's
+// qkv_proj, gate_up_proj) split into the q/k/v and gate/up projections of the other families.
+std::vector<WeightUse> program_weights(const HfConfig& config);
 
 }  // namespace hfstatic

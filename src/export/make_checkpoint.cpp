@@ -7,6 +7,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "export/family_presets.h"
 #include "export/hf_config.h"
 #include "format/safetensors.h"
 #include "util/error.h"
@@ -16,7 +17,9 @@ namespace hfstatic {
 
 using nlohmann::json;
 
-const std::vector<CheckpointPreset>& checkpoint_presets() {
+namespace {
+
+const std::vector<CheckpointPreset>& llama_qwen_presets() {
   // Tiny presets have a few layers and a small vocabulary; their larger init std makes the
   // next-token distribution peaked, so greedy decoding is not decided by rounding noise.
   static const std::vector<CheckpointPreset> presets = {
@@ -111,6 +114,18 @@ const std::vector<CheckpointPreset>& checkpoint_presets() {
            "hidden_act":"silu","torch_dtype":"bfloat16"})",
        DType::BF16, 0.02},
   };
+  return presets;
+}
+
+}  // namespace
+
+const std::vector<CheckpointPreset>& checkpoint_presets() {
+  static const std::vector<CheckpointPreset> presets = [] {
+    std::vector<CheckpointPreset> all = llama_qwen_presets();
+    const auto& more = family_checkpoint_presets();
+    all.insert(all.end(), more.begin(), more.end());
+    return all;
+  }();
   return presets;
 }
 

@@ -32,10 +32,14 @@ std::shared_ptr<const Program> Program::load_mapped(MappedFile file) {
   } catch (const Error& e) {
     fail(path, ": ", e.what());
   }
-  for (const TensorInfo& t : p->view_.tensors())
+  for (const TensorInfo& t : p->view_.tensors()) {
     if (t.name.rfind(kEmbeddedFilePrefix, 0) == 0 && (t.dtype != DType::U8 || t.shape.size() != 1))
       fail(path, ": embedded file tensor '", t.name, "' is ", dtype_name(t.dtype), " ", shape_str(t.shape),
            "; embedded files are uint8 vectors");
+    if (t.dtype == DType::I8 && p->spec_.format_version < kQuantizedFormatVersion)
+      fail(path, ": tensor '", t.name, "' is int8, a quantized weight, but the program claims format_version ",
+           p->spec_.format_version, "; quantized programs are format_version ", kQuantizedFormatVersion);
+  }
   return p;
 }
 

@@ -33,6 +33,55 @@ const MethodSpec* ProgramSpec::find_method(const std::string& n) const {
   return nullptr;
 }
 
+json weight_quant_attrs(const WeightQuant& q) {
+  return {{kWeightDtypeAttr, dtype_name(q.dtype)}, {kGroupSizeAttr, q.group}};
+}
+
+std::optional<WeightQuant> weight_quant_from_attrs(const json& attrs) {
+  auto it = attrs.find(kWeightDtypeAttr);
+  if (it == attrs.end()) return std::nullopt;
+  WeightQuant q;
+  if (it->is_string() && *it == "int8")
+    q.dtype = DType::I8;
+  else if (it->is_string() && *it == "int4")
+    q.dtype = DType::I4;
+  else
+    fail("attribute '", kWeightDtypeAttr, "' = ", it->dump(), " is not \"int8\" or \"int4\"");
+  auto g = attrs.find(kGroupSizeAttr);
+  if (g == attrs.end()) fail("attribute '", kGroupSizeAttr, "' is missing (a quantized weight needs it)");
+  if (!g->is_number_integer() || g->get<int64_t>() < 32 || g->get<int64_t>() > (int64_t(1) << 30) ||
+      g->get<int64_t>() % 32 != 0)
+    fail("attribute '", kGroupSizeAttr, "' = ", g->dump(), " is not a positive multiple of 32");
+  q.group = g->get<int64_t>();
+  return q;
+}
+
+Shape quantized_storage_shape(const WeightQuant& q, const Shape& logical) {
+  Shape s = logical;
+  if (q.dtype == DType::I4 && !s.empty()) s.back() /= 2;
+  return s;
+}
+
+DType quantized_storage_dtype(const WeightQuant& q) { return q.dtype == DType::I4 ? DType::U8 : DType::I8; }
+
+std::optional<QuantizedOperand> quantized_operand(const NodeSpec& node) {
+  if (node.inputs.size() < 3) return std::nullopt;
+  try {
+    std::optional<WeightQuant> q = weight_quant_from_attrs(node.attrs);
+    if (!q) return std::nullopt;
+    return QuantizedOperand{node.inputs[1], node.inputs[2], *q};
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+bool ProgramSpec::has_quantized_weights() const {
+  for (const auto& m : methods)
+    for (const auto& n : m.nodes)
+      if (n.attrs.contains(kWeightDtypeAttr)) return true;
+  return false;
+}
+
 namespace {
 
 json value_to_json(const ValueSpec& v) {
@@ -65,6 +114,7 @@ ValueSpec value_from_json(const json& j, const std::string& path) {
   auto dtype = dtype_from_name(dt);
   if (!dtype) fail("program spec: ", path, ".dtype '", dt, "' is not a known dtype");
   v.dtype = *dtype;
+  if (v.dtype == DType::I4) fail("program spec: ", path, ".dtype 'int4' is only for weights (stored as uint8)");
   for (const auto& d : get_array(j, "shape", path)) {
     if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > (int64_t(1) << 40))
       fail("program spec: ", path, ".shape has an invalid dimension ", d.dump());
@@ -101,7 +151,7 @@ json ProgramSpec::to_json() const {
         {{"name", m.name}, {"inputs", inputs}, {"outputs", outputs}, {"values", values}, {"nodes", nodes}});
   }
   return {{"format", kProgramFormatName},
-          {"format_version", kProgramFormatVersion},
+          {"format_version", has_quantized_weights() ? kQuantizedFormatVersion : 1},
           {"metadata", metadata},
           {"methods", methods_json}};
 }
@@ -111,9 +161,11 @@ ProgramSpec ProgramSpec::from_json(const json& j) {
   std::string format = get_string(j, "format", "program");
   if (format != kProgramFormatName) fail("program spec: format '", format, "' is not '", kProgramFormatName, "'");
   const json& fv = member(j, "format_version", "program");
-  if (!fv.is_number_integer() || fv.get<int64_t>() != kProgramFormatVersion)
-    fail("program spec: format_version ", fv.dump(), " is not supported (supported: ", kProgramFormatVersion, ")");
+  if (!fv.is_number_integer() || fv.get<int64_t>() < 1 || fv.get<int64_t>() > kProgramFormatVersion)
+    fail("program spec: format_version ", fv.dump(), " is not supported (supported: 1 to ", kProgramFormatVersion,
+         "; a newer hfstatic may read it)");
   ProgramSpec spec;
+  spec.format_version = int(fv.get<int64_t>());
   spec.metadata = member(j, "metadata", "program");
   if (!spec.metadata.is_object()) fail("program spec: metadata is not an object");
   const json& methods = get_array(j, "methods", "program");
@@ -161,6 +213,9 @@ ProgramSpec ProgramSpec::from_json(const json& j) {
     }
     spec.methods.push_back(std::move(m));
   }
+  if (fv.get<int64_t>() < kQuantizedFormatVersion && spec.has_quantized_weights())
+    fail("program spec: format_version ", fv.dump(), " cannot hold quantized weights (a node has attribute '",
+         kWeightDtypeAttr, "'); quantized programs are format_version ", kQuantizedFormatVersion);
   return spec;
 }
 

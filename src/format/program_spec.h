@@ -15,7 +15,10 @@ namespace hfstatic {
 inline constexpr const char* kProgramMetadataKey = "hfstatic.program";
 inline constexpr const char* kEmbeddedFilePrefix = "hfstatic.file.";
 inline constexpr const char* kProgramFormatName = "hfstatic-program";
-inline constexpr int kProgramFormatVersion = 1;
+// The newest format version this code reads and writes. Version 2 adds quantized weights
+// (WeightQuant); a program without them is written as version 1, which older readers take.
+inline constexpr int kProgramFormatVersion = 2;
+inline constexpr int kQuantizedFormatVersion = 2;
 
 struct ValueSpec {
   std::string name;
@@ -44,6 +47,34 @@ struct NodeSpec {
   nlohmann::json attrs = nlohmann::json::object();
 };
 
+// A quantized weight operand of a `linear` or `embedding` node, from the node's attributes
+// "weight_dtype" ("int8" or "int4") and "group_size"; the weight's float16 scales follow it
+// among the node's inputs (docs/program-format.md).
+struct WeightQuant {
+  DType dtype = DType::I8;  // I8 or I4
+  int64_t group = 0;        // consecutive input features sharing one scale
+};
+inline constexpr const char* kWeightDtypeAttr = "weight_dtype";
+inline constexpr const char* kGroupSizeAttr = "group_size";
+// The attributes of a node with a quantized weight.
+nlohmann::json weight_quant_attrs(const WeightQuant& q);
+// nullopt when the attributes name no weight_dtype (float weights); throws Error naming the
+// attribute when they are malformed (unknown dtype, group size missing or not a positive
+// multiple of 32).
+std::optional<WeightQuant> weight_quant_from_attrs(const nlohmann::json& attrs);
+// Shape of the stored tensor holding a quantized [rows, cols] matrix (int4: two values a byte).
+Shape quantized_storage_shape(const WeightQuant& q, const Shape& logical);
+DType quantized_storage_dtype(const WeightQuant& q);  // I8, or U8 for packed int4
+
+// A quantized weight operand of a node: input 1 with its quantization and its scales (input 2);
+// nullopt for a node without quantization attributes, or with malformed ones or too few inputs
+// (which the executor reports).
+struct QuantizedOperand {
+  std::string weight, scales;
+  WeightQuant quant;
+};
+std::optional<QuantizedOperand> quantized_operand(const NodeSpec& node);
+
 struct MethodSpec {
   std::string name;
   std::vector<ValueSpec> inputs;
@@ -60,8 +91,11 @@ struct MethodSpec {
 struct ProgramSpec {
   nlohmann::json metadata = nlohmann::json::object();  // the model/contract metadata object
   std::vector<MethodSpec> methods;
+  int format_version = 1;  // as read; to_json writes the version the content needs
 
   const MethodSpec* find_method(const std::string& name) const;
+  // Whether a node holds a quantized weight: such a program is format version 2.
+  bool has_quantized_weights() const;
   nlohmann::json to_json() const;
   // Structural parse; throws Error naming the JSON path of the first problem.
   static ProgramSpec from_json(const nlohmann::json& j);

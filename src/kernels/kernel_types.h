@@ -7,14 +7,22 @@
 
 namespace hfstatic::kernels {
 
+// The scales of quantized weights (w_type I8 or I4; layouts in README.md): each row of w is cut
+// into groups of `group` consecutive input features, weight = q * float32(scale of its group).
+struct QuantWeights {
+  const uint16_t* scales = nullptr;  // float16 [out][in / group]
+  int64_t group = 0;                 // 32, 64 or 128, dividing in
+};
+
 // One product of a linear group: y[rows, out] = x * w[out, in]^T (+ bias[out]).
 struct LinearOutput {
   const void* w;
-  DType w_type;
+  DType w_type;  // F32, F16, BF16, or I8 / I4 with quant set
   int64_t out;
   const void* bias;  // may be null
   DType bias_type;
   float* y;
+  QuantWeights quant{};
 };
 
 // The elementwise op a linear group may fold in before its products: they multiply its result,

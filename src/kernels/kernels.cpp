@@ -8,6 +8,7 @@
 
 #include "kernels/isa.h"
 #include "kernels/parallel.h"
+#include "kernels/quant.h"
 #include "kernels/simd_common.h"
 
 namespace hfstatic::kernels {
@@ -52,9 +53,18 @@ static inline float dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_type, int64_t out, const void* bias,
-            DType bias_type, float* y) {
-  const size_t w_row_bytes = size_t(in) * dtype_size(w_type);
+void load_quant_row(const void* w, DType w_type, const uint16_t* scales, int64_t group, int64_t row, int64_t n,
+                    float* dst) {
+  quant::dequantize_row(w, w_type, scales, group, row, n, dst);
+}
+
+// Quantized weights are dequantized a row at a time, then multiplied in float32.
+void linear(const float* x, int64_t rows, int64_t in, const LinearOutput& t) {
+  const void* w = t.w;
+  const DType w_type = t.w_type;
+  const int64_t out = t.out;
+  float* y = t.y;
+  const size_t w_row_bytes = size_t(dtype_bytes(w_type, in));
   parallel_for(out, 16, [&](int64_t begin, int64_t end) {
     std::vector<float> w_row(static_cast<size_t>(in));
     float b = 0;
@@ -62,11 +72,15 @@ void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_typ
       const float* wr;
       if (w_type == DType::F32) {
         wr = reinterpret_cast<const float*>(static_cast<const uint8_t*>(w) + size_t(o) * w_row_bytes);
+      } else if (quant::is_quantized(w_type)) {
+        quant::dequantize_row(w, w_type, t.quant.scales, t.quant.group, o, in, w_row.data());
+        wr = w_row.data();
       } else {
         load_row(static_cast<const uint8_t*>(w) + size_t(o) * w_row_bytes, w_type, in, w_row.data());
         wr = w_row.data();
       }
-      if (bias) load_row(static_cast<const uint8_t*>(bias) + size_t(o) * dtype_size(bias_type), bias_type, 1, &b);
+      if (t.bias)
+        load_row(static_cast<const uint8_t*>(t.bias) + size_t(o) * dtype_size(t.bias_type), t.bias_type, 1, &b);
       for (int64_t r = 0; r < rows; ++r) y[r * out + o] = dot(x + r * in, wr, in) + b;
     }
   });
@@ -85,16 +99,16 @@ void rms_norm(const float* x, int64_t rows, int64_t n, const void* w, DType w_ty
   }
 }
 
-void rope(const float* x, float* y, int64_t rows, int64_t heads, int64_t head_dim, const int64_t* positions,
-          const float* inv_freq) {
-  const int64_t half = head_dim / 2;
+void rope(const float* x, float* y, int64_t rows, int64_t heads, int64_t head_dim, int64_t rotary_dim,
+          const int64_t* positions, const float* inv_freq, float attention_factor) {
+  const int64_t half = rotary_dim / 2;
   std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t i = 0; i < half; ++i) {
       // Angles in double: positions up to the context length times the highest frequency.
       double angle = double(positions[r]) * double(inv_freq[i]);
-      cos_t[i] = float(std::cos(angle));
-      sin_t[i] = float(std::sin(angle));
+      cos_t[i] = float(std::cos(angle) * attention_factor);
+      sin_t[i] = float(std::sin(angle) * attention_factor);
     }
     for (int64_t h = 0; h < heads; ++h) {
       const float* v = x + (r * heads + h) * head_dim;
@@ -104,6 +118,7 @@ void rope(const float* x, float* y, int64_t rows, int64_t heads, int64_t head_di
         o[i] = a * cos_t[i] - b * sin_t[i];
         o[i + half] = b * cos_t[i] + a * sin_t[i];
       }
+      for (int64_t i = rotary_dim; i < head_dim; ++i) o[i] = v[i];
     }
   }
 }
@@ -182,10 +197,7 @@ void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* 
       silu_mul(x, fusion->up, rows * in, input.data());
     x = input.data();
   }
-  for (int i = 0; i < count; ++i) {
-    const LinearOutput& o = outputs[i];
-    linear(x, rows, in, o.w, o.w_type, o.out, o.bias, o.bias_type, o.y);
-  }
+  for (int i = 0; i < count; ++i) linear(x, rows, in, outputs[i]);
 }
 
 // The scalar kernels split a group differently from the SIMD ones: nothing to plan.
@@ -193,8 +205,9 @@ std::vector<PrefetchRange> linear_group_first_reads(int64_t, int64_t, const Line
   return {};
 }
 
-const KernelTable table = {load_row, store_row, linear_group, linear_group_first_reads, rms_norm, rope, attention,
-                           silu_mul, add,       gelu_tanh_mul};
+const KernelTable table = {load_row,     store_row, load_quant_row, linear_group, linear_group_first_reads,
+                           rms_norm,     rope,      attention,      silu_mul,     add,
+                           gelu_tanh_mul};
 
 }  // namespace scalar
 
@@ -278,7 +291,7 @@ std::vector<PrefetchRange> matvec_first_reads(int64_t rows, int64_t in, const Li
     PrefetchRange range;
     for_each_part(outputs, count, matvec_features, begin, end, [&](int i, int64_t lo, int64_t hi) {
       if (range.data) return;  // the product holding the stretch's first row
-      const size_t row_bytes = size_t(in) * dtype_size(outputs[i].w_type);
+      const size_t row_bytes = size_t(dtype_bytes(outputs[i].w_type, in));
       range = {static_cast<const char*>(outputs[i].w) + size_t(lo) * row_bytes,
                std::min(bytes, size_t(hi - lo) * row_bytes)};
     });
@@ -304,8 +317,9 @@ float* scratch(int slot, size_t floats) {
   return s.data.get();
 }
 
-const float* RopeTable::cos(const int64_t* positions, int64_t rows, const float* inv_freq, int64_t half) {
-  const bool same = rows == rows_ && half == half_ && std::memcmp(pos_.get(), positions, size_t(rows) * 8) == 0 &&
+const float* RopeTable::cos(const int64_t* positions, int64_t rows, const float* inv_freq, int64_t half, float factor) {
+  const bool same = rows == rows_ && half == half_ && factor == factor_ &&
+                    std::memcmp(pos_.get(), positions, size_t(rows) * 8) == 0 &&
                     std::memcmp(inv_.get(), inv_freq, size_t(half) * 4) == 0;
   if (same) return cos_.get();
   if (rows * half > capacity_ || !pos_ || rows > rows_capacity_ || half > half_capacity_) {
@@ -319,14 +333,15 @@ const float* RopeTable::cos(const int64_t* positions, int64_t rows, const float*
   }
   rows_ = rows;
   half_ = half;
+  factor_ = factor;
   std::memcpy(pos_.get(), positions, size_t(rows) * 8);
   std::memcpy(inv_.get(), inv_freq, size_t(half) * 4);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < half; ++i) {
       // Angles in double: positions up to the context length times the highest frequency.
       double angle = double(positions[r]) * double(inv_freq[i]);
-      cos_[r * half + i] = float(std::cos(angle));
-      sin_[r * half + i] = float(std::sin(angle));
+      cos_[r * half + i] = float(std::cos(angle) * factor);
+      sin_[r * half + i] = float(std::sin(angle) * factor);
     }
   return cos_.get();
 }

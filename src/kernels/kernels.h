@@ -1,4 +1,5 @@
-// Numeric kernels. Activations are float32; weights may be float32, float16 or bfloat16; KV
+// Numeric kernels. Activations are float32; weights may be float32, float16, bfloat16 or
+// quantized to int8 / int4 with float16 scales per group of inputs (QuantWeights); KV
 // caches float32 or float16. Shapes are validated by the caller. Every kernel exists once per
 // instruction set, gathered in a KernelTable; isa.h hands out the table of an ISA.
 #pragma once
@@ -18,6 +19,10 @@ struct KernelTable {
   void (*load_row)(const void* src, DType type, int64_t n, float* dst);
   // Stores float32 values as `type` (F32 or F16).
   void (*store_row)(const float* src, int64_t n, void* dst, DType type);
+  // dst[0..n) = row `row` of a quantized matrix w [rows, n] (w_type I8 or I4, scales [rows][n /
+  // group]), dequantized: the embedding gather of quantized weights.
+  void (*load_quant_row)(const void* w, DType w_type, const uint16_t* scales, int64_t group, int64_t row, int64_t n,
+                         float* dst);
   // Several linear products of the same x (q/k/v, gate/up) as one parallel pass: x is packed
   // once and the threads share out the output features of all of them together. fusion: the
   // op folded in before the products, or null.
@@ -31,10 +36,12 @@ struct KernelTable {
                                                          int count, int threads, size_t bytes);
   // y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w, for rows of length n.
   void (*rms_norm)(const float* x, int64_t rows, int64_t n, const void* w, DType w_type, float eps, float* y);
-  // y = x[rows, heads * head_dim] with the pairs (i, i + half) of each head rotated, HF
-  // rotate_half style, by angle positions[r] * inv_freq[i]; y may be x.
-  void (*rope)(const float* x, float* y, int64_t rows, int64_t heads, int64_t head_dim, const int64_t* positions,
-               const float* inv_freq);
+  // y = x[rows, heads * head_dim] with the first rotary_dim values of each head rotated, HF
+  // rotate_half style: the pairs (i, i + rotary_dim / 2) by angle positions[r] * inv_freq[i],
+  // with cos and sin multiplied by attention_factor; the other head_dim - rotary_dim values
+  // pass unchanged. rotary_dim is even and at most head_dim; y may be x.
+  void (*rope)(const float* x, float* y, int64_t rows, int64_t heads, int64_t head_dim, int64_t rotary_dim,
+               const int64_t* positions, const float* inv_freq, float attention_factor);
   // Scaled dot-product attention of q[rows, n_heads * D] over caches [n_kv_heads, max_context,
   // D] with additive mask[rows, max_context]. A row whose mask is -inf everywhere gets zeros.
   void (*attention)(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
@@ -50,7 +57,7 @@ struct KernelTable {
   // y[rows, out] = x[rows, in] * w[out, in]^T (+ bias[out]): a group of one.
   void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_type, int64_t out, const void* bias,
               DType bias_type, float* y) const {
-    const LinearOutput one{w, w_type, out, bias, bias_type, y};
+    const LinearOutput one{w, w_type, out, bias, bias_type, y, {}};
     linear_group(x, rows, in, &one, 1, nullptr);
   }
 };

@@ -31,6 +31,15 @@ struct S {
   static V load_n(const float* p, int n) { return load_n<float>(p, n, load); }
   static V load_f16_n(const uint16_t* p, int n) { return load_n<uint16_t>(p, n, load_f16); }
   static V load_bf16_n(const uint16_t* p, int n) { return load_n<uint16_t>(p, n, load_bf16); }
+  // W int8 values; the low and the high nibbles (0..15) of W bytes.
+  static V load_i8(const int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static void load_nibbles(const uint8_t* p, V& lo, V& hi) {
+    const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    lo = _mm256_cvtepi32_ps(_mm256_and_si256(b, _mm256_set1_epi32(15)));
+    hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(b, 4));
+  }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static void store_n(float* p, V v, int n) {  // lanes [0, n): 4, then 2, then 1 at a time
     __m128 part = _mm256_castps256_ps128(v);
@@ -98,6 +107,29 @@ struct S {
     return _mm256_and_ps(mul(y, _mm256_castsi256_ps(e)), valid);
   }
 };
+
+// The quantized matrix-vector product, with the VNNI dot instruction where the CPU has it.
+bool quant_has_vnni() {
+  static const bool has = __builtin_cpu_supports("avxvnni");
+  return has;
+}
+
+namespace quant_plain {
+#include "kernels/simd_quant_dot.inc"
+}  // namespace quant_plain
+
+}  // namespace hfstatic::kernels::avx2
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avxvnni")
+namespace hfstatic::kernels::avx2::quant_vnni {
+#define HFSTATIC_QUANT_DPBUSD _mm256_dpbusd_avx_epi32
+#include "kernels/simd_quant_dot.inc"
+#undef HFSTATIC_QUANT_DPBUSD
+}  // namespace hfstatic::kernels::avx2::quant_vnni
+#pragma GCC pop_options
+
+namespace hfstatic::kernels::avx2 {
 
 #include "kernels/simd_impl.inc"
 

@@ -34,6 +34,15 @@ struct S {
     __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask(n), p));
     return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
   }
+  // W int8 values; the low and the high nibbles (0..15) of W bytes.
+  static V load_i8(const int8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static void load_nibbles(const uint8_t* p, V& lo, V& hi) {
+    const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    lo = _mm512_cvtepi32_ps(_mm512_and_si512(b, _mm512_set1_epi32(15)));
+    hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(b, 4));
+  }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static void store_n(float* p, V v, int n) { _mm512_mask_storeu_ps(p, mask(n), v); }
   static void store_f16(uint16_t* p, V v) {
@@ -109,6 +118,29 @@ __attribute__((always_inline)) inline void transpose(__m512 (&r)[16]) {
 }
 
 }  // namespace
+
+// The quantized matrix-vector product, with the VNNI dot instruction where the CPU has it.
+bool quant_has_vnni() {
+  static const bool has = __builtin_cpu_supports("avx512vnni");
+  return has;
+}
+
+namespace quant_plain {
+#include "kernels/simd_quant_dot.inc"
+}  // namespace quant_plain
+
+}  // namespace hfstatic::kernels::avx512
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
+namespace hfstatic::kernels::avx512::quant_vnni {
+#define HFSTATIC_QUANT_DPBUSD _mm256_dpbusd_epi32
+#include "kernels/simd_quant_dot.inc"
+#undef HFSTATIC_QUANT_DPBUSD
+}  // namespace hfstatic::kernels::avx512::quant_vnni
+#pragma GCC pop_options
+
+namespace hfstatic::kernels::avx512 {
 
 #include "kernels/simd_impl.inc"
 

@@ -12,6 +12,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
+#include "kernels/quant.h"
 #include "util/dtype.h"
 
 namespace hfstatic::kernels::detail {
@@ -45,6 +46,23 @@ void for_each_part(const LinearOutput* outputs, int count, Items items, int64_t 
   }
 }
 
+// Bytes ahead of its reads that a matrix-vector product prefetches a weight row's lines.
+constexpr int64_t kPrefetchAhead = 3072;
+
+// The rows x of a matrix-vector group quantized to int8 for the quantized products with groups
+// of `group` inputs: x[r * in + i] ~ q[r * in + i] * scale[r * (groups + 8) + i / group], and
+// nibble_offset (same layout) = 8 * scale * (the sum of the group's q): what an int4 weight's
+// stored offset of 8 adds to the group's dot product. Each row's scales and offsets are padded
+// with 8 zeros. q4 holds the same values in the order of int4 blocks taken two at a time: each
+// whole 64-value chunk as values 0-15, 32-47, 16-31, 48-63 (a last 32 in order).
+struct QuantRows {
+  const int8_t* q = nullptr;
+  const int8_t* q4 = nullptr;
+  const float* scale = nullptr;
+  const float* nibble_offset = nullptr;
+  int64_t in = 0, group = 0;
+};
+
 // KernelTable::linear_group_first_reads of the SIMD tables: the start of each thread's stretch
 // of a matrix-vector group's output features.
 std::vector<PrefetchRange> matvec_first_reads(int64_t rows, int64_t in, const LinearOutput* outputs, int count,
@@ -66,12 +84,14 @@ inline float scalar_at(const void* p, DType t, int64_t i) {
 // The rotary table of the last call on this thread, reused while positions and frequencies
 // repeat (every layer of a method run rotates q and k at the same positions).
 struct RopeTable {
-  const float* cos(const int64_t* positions, int64_t rows, const float* inv_freq, int64_t half);
+  // cos and sin multiplied by factor.
+  const float* cos(const int64_t* positions, int64_t rows, const float* inv_freq, int64_t half, float factor);
   const float* sin() const { return sin_.get(); }
 
  private:
   std::unique_ptr<float[]> cos_, sin_, inv_;
   std::unique_ptr<int64_t[]> pos_;
+  float factor_ = 0;
   int64_t rows_ = -1, half_ = -1, capacity_ = 0, rows_capacity_ = 0, half_capacity_ = 0;
 };
 RopeTable& rope_table();

@@ -3,6 +3,7 @@
 #include <random>
 #include <set>
 
+#include "server/chat_fields.h"
 #include "util/json_limits.h"
 
 namespace hfstatic::server {
@@ -89,13 +90,15 @@ const std::set<std::string>& known_keys(Endpoint endpoint) {
   }();
   static const std::set<std::string> chat = [] {
     auto s = common;
-    s.insert({"messages", "max_completion_tokens", "top_logprobs", "response_format"});
+    s.insert({"messages", "max_completion_tokens", "top_logprobs", "response_format", "tools", "tool_choice",
+              "parallel_tool_calls", "documents", "chat_template_kwargs"});
     return s;
   }();
   return endpoint == Endpoint::Completions ? completions : chat;
 }
 
-std::vector<ChatMessage> parse_messages(const json& body, const ModelLimits& limits) {
+std::vector<ChatMessage> parse_messages(const json& body, const nlohmann::ordered_json& ordered,
+                                        const ModelLimits& limits) {
   std::vector<ChatMessage> messages;
   if (is_null(body, "messages")) bad("messages", "'messages' is required", "missing_required_parameter");
   const json& ms = body["messages"];
@@ -107,13 +110,16 @@ std::vector<ChatMessage> parse_messages(const json& body, const ModelLimits& lim
     if (!m.is_object()) bad_type(p, "an object");
     if (!m.contains("role") || !m["role"].is_string()) bad_type(p + ".role", "a string");
     const std::string role = m["role"].get<std::string>();
-    if (role != "system" && role != "user" && role != "assistant" && role != "developer")
-      bad(p + ".role", "role '" + role + "' is not supported (system, developer, user, assistant)");
-    if (!m.contains("content")) bad(p + ".content", "'content' is required", "missing_required_parameter");
-    for (const auto& [key, value] : m.items())
-      if (key != "role" && key != "content" && key != "name")
-        bad(p + "." + key, "Unrecognized message field: " + key, "unknown_parameter");
-    messages.push_back({role == "developer" ? "system" : role, message_content(m["content"], p + ".content")});
+    if (role != "system" && role != "user" && role != "assistant" && role != "developer" && role != "tool")
+      bad(p + ".role", "role '" + role + "' is not supported (system, developer, user, assistant, tool)");
+    nlohmann::ordered_json fields = parse_message_fields(ordered["messages"][i], role, p);
+    const bool calls_tools = fields.contains("tool_calls");
+    if (!m.contains("content") && !calls_tools)
+      bad(p + ".content", "'content' is required", "missing_required_parameter");
+    const json content = m.contains("content") ? m["content"] : json();
+    messages.push_back({role == "developer" ? "system" : role, message_content(content, p + ".content"),
+                        fields.empty() ? nlohmann::ordered_json() : std::move(fields),
+                        calls_tools && content.is_null()});
   }
   if (!limits.has_chat_template)
     throw ApiError(400, "this model has no chat template; use /v1/completions", "messages", "no_chat_template");
@@ -187,6 +193,9 @@ void refuse_unsupported(const json& body, bool chat) {
   }
 }
 
+CompletionRequest parse_request(const json& body, const nlohmann::ordered_json& ordered, Endpoint endpoint,
+                                const ModelLimits& limits);
+
 }  // namespace
 
 CompletionRequest parse_completion_request(const std::string& body, Endpoint endpoint, const ModelLimits& limits) {
@@ -200,10 +209,18 @@ CompletionRequest parse_completion_request(const std::string& body, Endpoint end
     throw ApiError(400, std::string("We could not parse the JSON body of your request: ") + e.what(), "",
                    "invalid_json");
   }
-  return parse_completion_request(j, endpoint, limits);
+  // The same body in its own key order, which the chat template sees (tools, arguments...).
+  return parse_request(j, nlohmann::ordered_json::parse(body, nullptr, false), endpoint, limits);
 }
 
 CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, const ModelLimits& limits) {
+  return parse_request(body, nlohmann::ordered_json(body), endpoint, limits);
+}
+
+namespace {
+
+CompletionRequest parse_request(const json& body, const nlohmann::ordered_json& ordered, Endpoint endpoint,
+                                const ModelLimits& limits) {
   if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object", "", "invalid_json");
   const bool chat = endpoint == Endpoint::ChatCompletions;
   for (const auto& [key, value] : body.items())
@@ -219,7 +236,8 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
 
   // The prompt.
   if (chat) {
-    r.messages = parse_messages(body, limits);
+    r.messages = parse_messages(body, ordered, limits);
+    r.template_context = parse_template_context(ordered);
   } else {
     r.prompt = parse_prompt(body);
   }
@@ -266,6 +284,8 @@ CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, 
   refuse_unsupported(body, chat);
   return r;
 }
+
+}  // namespace
 
 const char* finish_reason(StopReason reason) {
   switch (reason) {

@@ -46,6 +46,8 @@ struct CompletionRequest {
   std::string model;
   std::string prompt;
   std::vector<ChatMessage> messages;
+  // The chat template's other variables: tools, documents, chat_template_kwargs' keys.
+  nlohmann::ordered_json template_context = nlohmann::ordered_json::object();
   GenerationConfig config;  // max_new_tokens, sampling (seed drawn at random when not given), stop strings
   bool seed_given = false;
   bool stream = false;

@@ -269,7 +269,7 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
     std::vector<int64_t> prompt;
     if (chat) {
       try {
-        Conversation conversation(*tokenizer, r.messages);
+        Conversation conversation(*tokenizer, r.messages, r.template_context);
         bool restart = false;
         prompt = conversation.pending_tokens(restart);
       } catch (const std::exception& e) {

@@ -1,5 +1,6 @@
-// Decoders: Sequence, ByteLevel, Replace, ByteFallback, Fuse, Strip and Metaspace, applied to the
-// list of token strings; and tokenizer_config.json's clean-up of tokenization spaces.
+// Decoders: Sequence, ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, WordPiece, BPEDecoder
+// and CTC, applied to the list of token strings; and tokenizer_config.json's clean-up of
+// tokenization spaces.
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 #include "util/error.h"
@@ -23,9 +24,30 @@ Decoder parse_decoder(const json& j, const std::string& where) {
     d.type = DecoderType::kReplace;
     bool is_regex = false;
     d.pattern = pattern_string(require(j, "pattern", where), where, &is_regex);
-    if (is_regex) fail(where, ": Replace decoder with a Regex pattern is not supported");
-    if (d.pattern.empty()) fail(where, ".pattern: empty String pattern");
+    if (is_regex) {
+      try {
+        d.regex = std::make_shared<const Regex>(d.pattern);
+      } catch (const Error& e) {
+        fail(where, ".pattern: ", e.what());
+      }
+    } else if (d.pattern.empty()) {
+      fail(where, ".pattern: empty String pattern");
+    }
     d.content = get_string(j, "content", where);
+  } else if (type == "WordPiece") {
+    d.type = DecoderType::kWordPiece;
+    d.prefix = j.contains("prefix") && j["prefix"].is_string() ? j["prefix"].get<std::string>() : "##";
+    d.cleanup = get_bool(j, "cleanup", true);
+  } else if (type == "BPEDecoder") {
+    d.type = DecoderType::kBpe;
+    d.prefix = j.contains("suffix") && j["suffix"].is_string() ? j["suffix"].get<std::string>() : "</w>";
+  } else if (type == "CTC") {
+    d.type = DecoderType::kCtc;
+    d.pad_token = j.contains("pad_token") && j["pad_token"].is_string() ? j["pad_token"].get<std::string>() : "<pad>";
+    d.word_delimiter_token = j.contains("word_delimiter_token") && j["word_delimiter_token"].is_string()
+                                 ? j["word_delimiter_token"].get<std::string>()
+                                 : "|";
+    d.cleanup = get_bool(j, "cleanup", true);
   } else if (type == "ByteFallback") {
     d.type = DecoderType::kByteFallback;
   } else if (type == "Fuse") {
@@ -53,6 +75,63 @@ std::string clean_up_tokenization(std::string s) {
   for (const auto& [from, to] : kRules) replace_all(s, from, to);
   return s;
 }
+
+namespace {
+
+// ByteFallback: runs of <0xXX> tokens become their bytes, or one U+FFFD per byte when invalid.
+void apply_byte_fallback(std::vector<std::string>& tokens) {
+  std::vector<std::string> out;
+  std::string pending;
+  size_t pending_count = 0;
+  auto flush = [&] {
+    if (pending_count == 0) return;
+    if (unicode::is_valid_utf8(pending)) {
+      out.push_back(pending);
+    } else {
+      std::string rep;
+      for (size_t i = 0; i < pending_count; ++i) rep += "\xEF\xBF\xBD";
+      out.push_back(rep);
+    }
+    pending.clear();
+    pending_count = 0;
+  };
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  for (auto& t : tokens) {
+    if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && hex(t[3]) >= 0 && hex(t[4]) >= 0) {
+      pending.push_back(static_cast<char>(hex(t[3]) * 16 + hex(t[4])));
+      ++pending_count;
+    } else {
+      flush();
+      out.push_back(std::move(t));
+    }
+  }
+  flush();
+  tokens.swap(out);
+}
+
+// CTC: repeated tokens collapse, pad tokens are removed and, with cleanup, the word delimiter
+// becomes a space; tokens left empty are dropped.
+void apply_ctc(const Decoder& d, std::vector<std::string>& tokens) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (i > 0 && tokens[i] == tokens[i - 1]) continue;
+    std::string t = tokens[i];
+    replace_all(t, d.pad_token, "");
+    if (d.cleanup) {
+      t = clean_up_tokenization(std::move(t));
+      replace_all(t, d.word_delimiter_token, " ");
+    }
+    if (!t.empty()) out.push_back(std::move(t));
+  }
+  tokens.swap(out);
+}
+
+}  // namespace
 
 // Decoders work on a list of token strings.
 void apply_decoder(const Decoder& d, std::vector<std::string>& tokens) {
@@ -87,43 +166,31 @@ void apply_decoder(const Decoder& d, std::vector<std::string>& tokens) {
       break;
     }
     case DecoderType::kReplace:
-      for (auto& t : tokens) replace_all(t, d.pattern, d.content);
-      break;
-    case DecoderType::kByteFallback: {
-      std::vector<std::string> out;
-      std::string pending;
-      size_t pending_count = 0;
-      auto flush = [&] {
-        if (pending_count == 0) return;
-        if (unicode::is_valid_utf8(pending)) {
-          out.push_back(pending);
-        } else {
-          std::string rep;
-          for (size_t i = 0; i < pending_count; ++i) rep += "\xEF\xBF\xBD";
-          out.push_back(rep);
-        }
-        pending.clear();
-        pending_count = 0;
-      };
-      auto hex = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        return -1;
-      };
       for (auto& t : tokens) {
-        if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && hex(t[3]) >= 0 && hex(t[4]) >= 0) {
-          pending.push_back(static_cast<char>(hex(t[3]) * 16 + hex(t[4])));
-          ++pending_count;
-        } else {
-          flush();
-          out.push_back(std::move(t));
-        }
+        if (d.regex)
+          t = d.regex->replace_all(t, d.content);
+        else
+          replace_all(t, d.pattern, d.content);
       }
-      flush();
-      tokens.swap(out);
       break;
-    }
+    case DecoderType::kWordPiece:
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        std::string& t = tokens[i];
+        if (i > 0) {
+          if (!d.prefix.empty() && t.compare(0, d.prefix.size(), d.prefix) == 0)
+            t.erase(0, d.prefix.size());
+          else
+            t = " " + t;
+        }
+        if (d.cleanup) t = clean_up_tokenization(std::move(t));
+      }
+      break;
+    case DecoderType::kBpe:
+      for (size_t i = 0; i < tokens.size(); ++i)
+        if (!d.prefix.empty()) replace_all(tokens[i], d.prefix, i + 1 == tokens.size() ? "" : " ");
+      break;
+    case DecoderType::kCtc: apply_ctc(d, tokens); break;
+    case DecoderType::kByteFallback: apply_byte_fallback(tokens); break;
     case DecoderType::kFuse: {
       std::string all;
       for (const auto& t : tokens) all += t;
@@ -154,3 +221,20 @@ void apply_decoder(const Decoder& d, std::vector<std::string>& tokens) {
 }
 
 }  // namespace hfstatic::tokenizer
+
+namespace hfstatic {
+
+bool Tokenizer::Impl::cleans_up_spaces() const {
+  if (clean_up_tokenization_spaces) return true;
+  if (!decoder) return false;
+  std::vector<const tokenizer::Decoder*> pending = {&*decoder};
+  while (!pending.empty()) {
+    const tokenizer::Decoder* d = pending.back();
+    pending.pop_back();
+    if (d->cleanup) return true;
+    for (const auto& c : d->children) pending.push_back(&c);
+  }
+  return false;
+}
+
+}  // namespace hfstatic

@@ -40,11 +40,19 @@ void MergeTable::insert(int32_t a, int32_t b, int32_t rank, int32_t merged) {
   }
 }
 
-int32_t bpe_vocab_max_id(const json& model, int64_t id_limit) {
+ModelType parse_model_type(const json& model) {
   std::string model_type = model.contains("type") && model["type"].is_string() ? model["type"].get<std::string>() : "";
   if (model_type.empty() && model.contains("merges")) model_type = "BPE";
-  if (model_type != "BPE") fail("tokenizer.json: model.type \"", model_type, "\" is not supported (only BPE)");
+  if (model_type.empty() && model.contains("vocab") && model["vocab"].is_array()) model_type = "Unigram";
+  if (model_type.empty() && model.contains("continuing_subword_prefix")) model_type = "WordPiece";
+  if (model_type == "BPE") return ModelType::kBpe;
+  if (model_type == "WordPiece") return ModelType::kWordPiece;
+  if (model_type == "Unigram") return ModelType::kUnigram;
+  fail("tokenizer.json: model.type \"", model_type, "\" is not supported (BPE, WordPiece and Unigram are)");
+}
 
+int32_t vocab_max_id(const json& model, int64_t id_limit) {
+  if (parse_model_type(model) == ModelType::kUnigram) return unigram_vocab_max_id(model, id_limit);
   const json& vocab = require(model, "vocab", "tokenizer.json: model");
   if (!vocab.is_object()) fail("tokenizer.json: model.vocab: expected an object of token -> id");
   int32_t max_id = -1;

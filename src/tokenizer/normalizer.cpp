@@ -1,4 +1,5 @@
-// Normalizers: Sequence, NFC, NFD, Replace (string patterns), Prepend and Strip.
+// Normalizers: Sequence, NFC, NFD, NFKC, NFKD, Lowercase, StripAccents, BertNormalizer, Precompiled
+// (precompiled.cpp), Replace (a string or a regex), Prepend and Strip.
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 #include "util/error.h"
@@ -6,6 +7,26 @@
 namespace hfstatic::tokenizer {
 
 using json = nlohmann::json;
+
+namespace {
+
+std::shared_ptr<const Regex> compile_normalizer_regex(const std::string& pattern, const std::string& where) {
+  try {
+    return std::make_shared<const Regex>(pattern);
+  } catch (const Error& e) {
+    fail(where, ".pattern: ", e.what());
+  }
+}
+
+void parse_bert_normalizer(Normalizer& n, const json& j) {
+  n.type = NormalizerType::kBert;
+  n.clean_text = get_bool(j, "clean_text", true);
+  n.handle_chinese_chars = get_bool(j, "handle_chinese_chars", true);
+  n.lowercase = get_bool(j, "lowercase", true);
+  n.strip_accents = get_bool(j, "strip_accents", n.lowercase);  // null follows lowercase
+}
+
+}  // namespace
 
 Normalizer parse_normalizer(const json& j, const std::string& where) {
   const std::string type = get_string(j, "type", where);
@@ -20,12 +41,27 @@ Normalizer parse_normalizer(const json& j, const std::string& where) {
     n.type = NormalizerType::kNfc;
   } else if (type == "NFD") {
     n.type = NormalizerType::kNfd;
+  } else if (type == "NFKC") {
+    n.type = NormalizerType::kNfkc;
+  } else if (type == "NFKD") {
+    n.type = NormalizerType::kNfkd;
+  } else if (type == "Lowercase") {
+    n.type = NormalizerType::kLowercase;
+  } else if (type == "StripAccents") {
+    n.type = NormalizerType::kStripAccents;
+  } else if (type == "BertNormalizer") {
+    parse_bert_normalizer(n, j);
+  } else if (type == "Precompiled") {
+    n.type = NormalizerType::kPrecompiled;
+    n.charsmap = parse_precompiled_charsmap(j, where);
   } else if (type == "Replace") {
     n.type = NormalizerType::kReplace;
     bool is_regex = false;
     n.pattern = pattern_string(require(j, "pattern", where), where, &is_regex);
-    if (is_regex) fail(where, ": Replace normalizer with a Regex pattern is not supported");
-    if (n.pattern.empty()) fail(where, ".pattern: empty String pattern");
+    if (is_regex)
+      n.regex = compile_normalizer_regex(n.pattern, where);
+    else if (n.pattern.empty())
+      fail(where, ".pattern: empty String pattern");
     n.content = get_string(j, "content", where);
   } else if (type == "Prepend") {
     n.type = NormalizerType::kPrepend;
@@ -42,10 +78,83 @@ Normalizer parse_normalizer(const json& j, const std::string& where) {
 
 namespace {
 
-std::string nfd(std::string_view s) {
-  // NFD through NFC data: not used by the supported model families; kept simple.
-  return unicode::nfc(s);
+bool is_chinese_char(char32_t cp) {
+  return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x20000 && cp <= 0x2A6DF) ||
+         (cp >= 0x2A700 && cp <= 0x2B73F) || (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B820 && cp <= 0x2CEAF) ||
+         (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
+
+// Removes nonspacing marks (Mn), as Hugging Face's StripAccents.
+std::string strip_nonspacing_marks(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  const char* p = s.data();
+  const char* end = p + s.size();
+  while (p < end) {
+    char32_t cp;
+    const size_t len = unicode::decode(p, end, cp);
+    if (cp < 0x300 || unicode::category(cp) != unicode::Mn) out.append(p, len);
+    p += len;
+  }
+  return out;
+}
+
+// BertNormalizer: clean_text drops NUL, U+FFFD and other controls and turns whitespace into ' ';
+// Chinese characters get a space on each side; then accents are stripped and text lowercased.
+void apply_bert(const Normalizer& n, std::string& s) {
+  if (n.clean_text || n.handle_chinese_chars) {
+    std::string out;
+    out.reserve(s.size());
+    const char* p = s.data();
+    const char* end = p + s.size();
+    while (p < end) {
+      char32_t cp;
+      const size_t len = unicode::decode(p, end, cp);
+      const std::string_view ch(p, len);
+      p += len;
+      if (n.clean_text) {
+        if (cp == 0 || cp == 0xFFFD) continue;
+        const unicode::Category c = unicode::category(cp);
+        const bool control =
+            c == unicode::Cc || c == unicode::Cf || c == unicode::Cn || c == unicode::Co || c == unicode::Cs;
+        if (control && cp != '\t' && cp != '\n' && cp != '\r') continue;
+        if (unicode::is_whitespace(cp)) {
+          out.push_back(' ');
+          continue;
+        }
+      }
+      if (n.handle_chinese_chars && is_chinese_char(cp)) {
+        out.push_back(' ');
+        out.append(ch);
+        out.push_back(' ');
+        continue;
+      }
+      out.append(ch);
+    }
+    s.swap(out);
+  }
+  if (n.strip_accents) s = strip_nonspacing_marks(unicode::normalize(s, unicode::Form::kNfd));
+  if (n.lowercase) s = unicode::lowercase(s);
+}
+
+void apply_strip(const Normalizer& n, std::string& s) {
+  size_t b = 0, e = s.size();
+  while (n.strip_left && b < e) {
+    char32_t cp;
+    const size_t len = unicode::decode(s.data() + b, s.data() + e, cp);
+    if (!unicode::is_whitespace(cp)) break;
+    b += len;
+  }
+  while (n.strip_right && e > b) {
+    const char32_t cp = cp_before(std::string_view(s).substr(0, e), e);
+    if (!unicode::is_whitespace(cp)) break;
+    size_t k = e - 1;
+    while (k > b && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80) --k;
+    e = k;
+  }
+  s = s.substr(b, e - b);
+}
+
 }  // namespace
 
 void apply_normalizer(const Normalizer& n, std::string& s) {
@@ -54,29 +163,23 @@ void apply_normalizer(const Normalizer& n, std::string& s) {
       for (const auto& c : n.children) apply_normalizer(c, s);
       break;
     case NormalizerType::kNfc: s = unicode::nfc(s); break;
-    case NormalizerType::kNfd: s = nfd(s); break;
-    case NormalizerType::kReplace: replace_all(s, n.pattern, n.content); break;
+    case NormalizerType::kNfd: s = unicode::normalize(s, unicode::Form::kNfd); break;
+    case NormalizerType::kNfkc: s = unicode::normalize(s, unicode::Form::kNfkc); break;
+    case NormalizerType::kNfkd: s = unicode::normalize(s, unicode::Form::kNfkd); break;
+    case NormalizerType::kLowercase: s = unicode::lowercase(s); break;
+    case NormalizerType::kStripAccents: s = strip_nonspacing_marks(s); break;
+    case NormalizerType::kBert: apply_bert(n, s); break;
+    case NormalizerType::kPrecompiled: s = apply_precompiled(*n.charsmap, s); break;
+    case NormalizerType::kReplace:
+      if (n.regex)
+        s = n.regex->replace_all(s, n.content);
+      else
+        replace_all(s, n.pattern, n.content);
+      break;
     case NormalizerType::kPrepend:
       if (!s.empty()) s.insert(0, n.content);
       break;
-    case NormalizerType::kStrip: {
-      size_t b = 0, e = s.size();
-      while (n.strip_left && b < e) {
-        char32_t cp;
-        const size_t len = unicode::decode(s.data() + b, s.data() + e, cp);
-        if (!unicode::is_whitespace(cp)) break;
-        b += len;
-      }
-      while (n.strip_right && e > b) {
-        const char32_t cp = cp_before(std::string_view(s).substr(0, e), e);
-        if (!unicode::is_whitespace(cp)) break;
-        size_t k = e - 1;
-        while (k > b && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80) --k;
-        e = k;
-      }
-      s = s.substr(b, e - b);
-      break;
-    }
+    case NormalizerType::kStrip: apply_strip(n, s); break;
   }
 }
 

@@ -1,4 +1,6 @@
-// Pre-tokenizers: Sequence, ByteLevel, Split (a literal or a recognised regex) and Metaspace.
+// Pre-tokenizers: Sequence, ByteLevel, Split (a literal, a built-in matcher or a compiled regex),
+// Metaspace, and the character-set splitters Punctuation, Digits, WhitespaceSplit, BertPreTokenizer,
+// CharDelimiterSplit, with Whitespace as a regex.
 #include <algorithm>
 #include <iterator>
 
@@ -29,6 +31,55 @@ const ByteLevelTables& byte_level() {
   return tables;
 }
 
+namespace {
+
+SplitBehavior parse_behavior(const json& j, const std::string& where, SplitBehavior fallback) {
+  if (!j.contains("behavior")) return fallback;
+  const std::string behavior = get_string(j, "behavior", where);
+  if (behavior == "Removed") return SplitBehavior::kRemoved;
+  if (behavior == "Isolated") return SplitBehavior::kIsolated;
+  if (behavior == "MergedWithPrevious") return SplitBehavior::kMergedWithPrevious;
+  if (behavior == "MergedWithNext") return SplitBehavior::kMergedWithNext;
+  if (behavior == "Contiguous") return SplitBehavior::kContiguous;
+  fail(where, ".behavior: unknown split behavior \"", behavior, "\"");
+}
+
+PreTokenizer char_splitter(CharSet set, SplitBehavior behavior) {
+  PreTokenizer p{};
+  p.type = PreTokenizerType::kSplit;
+  p.char_set = set;
+  p.behavior = behavior;
+  return p;
+}
+
+std::shared_ptr<const Regex> compile_split_regex(const std::string& pattern, const std::string& where) {
+  try {
+    return std::make_shared<const Regex>(pattern);
+  } catch (const Error& e) {
+    fail(where, ".pattern: unsupported Split regex: ", e.what());
+  }
+}
+
+PreTokenizer parse_split(const json& j, const std::string& where) {
+  PreTokenizer p{};
+  p.type = PreTokenizerType::kSplit;
+  bool is_regex = false;
+  const std::string pattern = pattern_string(require(j, "pattern", where), where, &is_regex);
+  if (is_regex) {
+    p.regex = recognize_split_regex(pattern);
+    if (!p.regex) p.general_regex = compile_split_regex(pattern, where);
+  } else {
+    if (pattern.empty()) fail(where, ".pattern: empty String pattern");
+    p.literal = pattern;
+  }
+  if (!j.contains("behavior")) get_string(j, "behavior", where);  // names the missing key
+  p.behavior = parse_behavior(j, where, SplitBehavior::kIsolated);
+  p.invert = get_bool(j, "invert", false);
+  return p;
+}
+
+}  // namespace
+
 PreTokenizer parse_pre_tokenizer(const json& j, const std::string& where) {
   const std::string type = get_string(j, "type", where);
   PreTokenizer p{};
@@ -44,30 +95,30 @@ PreTokenizer parse_pre_tokenizer(const json& j, const std::string& where) {
     p.use_regex = get_bool(j, "use_regex", true);
     p.regex = SplitPattern::kGpt2;
   } else if (type == "Split") {
+    p = parse_split(j, where);
+  } else if (type == "Punctuation") {
+    p = char_splitter(CharSet::kPunctuation, parse_behavior(j, where, SplitBehavior::kIsolated));
+  } else if (type == "Digits") {
+    const bool individual = get_bool(j, "individual_digits", false);
+    p = char_splitter(CharSet::kNumeric, individual ? SplitBehavior::kIsolated : SplitBehavior::kContiguous);
+  } else if (type == "WhitespaceSplit") {
+    p = char_splitter(CharSet::kWhitespace, SplitBehavior::kRemoved);
+  } else if (type == "BertPreTokenizer") {
+    p.type = PreTokenizerType::kSequence;
+    p.children.push_back(char_splitter(CharSet::kWhitespace, SplitBehavior::kRemoved));
+    p.children.push_back(char_splitter(CharSet::kPunctuation, SplitBehavior::kIsolated));
+  } else if (type == "CharDelimiterSplit") {
+    const std::string d = get_string(j, "delimiter", where);
+    char32_t cp = 0;
+    if (d.empty() || unicode::decode(d.data(), d.data() + d.size(), cp) != d.size())
+      fail(where, ".delimiter: expected a single character");
+    p = char_splitter(CharSet::kOneChar, SplitBehavior::kRemoved);
+    p.delimiter = cp;
+  } else if (type == "Whitespace") {
     p.type = PreTokenizerType::kSplit;
-    bool is_regex = false;
-    const std::string pattern = pattern_string(require(j, "pattern", where), where, &is_regex);
-    if (is_regex) {
-      p.regex = recognize_split_regex(pattern);
-      if (!p.regex) fail(where, ": unsupported Split regex \"", pattern, "\"");
-    } else {
-      if (pattern.empty()) fail(where, ".pattern: empty String pattern");
-      p.literal = pattern;
-    }
-    const std::string behavior = get_string(j, "behavior", where);
-    if (behavior == "Removed")
-      p.behavior = SplitBehavior::kRemoved;
-    else if (behavior == "Isolated")
-      p.behavior = SplitBehavior::kIsolated;
-    else if (behavior == "MergedWithPrevious")
-      p.behavior = SplitBehavior::kMergedWithPrevious;
-    else if (behavior == "MergedWithNext")
-      p.behavior = SplitBehavior::kMergedWithNext;
-    else if (behavior == "Contiguous")
-      p.behavior = SplitBehavior::kContiguous;
-    else
-      fail(where, ".behavior: unknown split behavior \"", behavior, "\"");
-    p.invert = get_bool(j, "invert", false);
+    p.general_regex = compile_split_regex(R"(\w+|[^\w\s]+)", where);
+    p.behavior = SplitBehavior::kRemoved;
+    p.invert = true;
   } else if (type == "Metaspace") {
     p.type = PreTokenizerType::kMetaspace;
     p.replacement = j.contains("replacement") && j["replacement"].is_string() ? j["replacement"].get<std::string>()
@@ -82,6 +133,35 @@ PreTokenizer parse_pre_tokenizer(const json& j, const std::string& where) {
 
 namespace {
 
+bool in_char_set(const PreTokenizer& p, char32_t cp) {
+  switch (p.char_set) {
+    case CharSet::kPunctuation:
+      if (cp < 0x80)
+        return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) || (cp >= 0x5B && cp <= 0x60) ||
+               (cp >= 0x7B && cp <= 0x7E);
+      return unicode::is_punct(unicode::category(cp));
+    case CharSet::kNumeric:
+      if (cp < 0x80) return cp >= '0' && cp <= '9';
+      return unicode::is_number(unicode::category(cp));
+    case CharSet::kWhitespace: return unicode::is_whitespace(cp);
+    case CharSet::kOneChar: return cp == p.delimiter;
+    case CharSet::kNone: break;
+  }
+  return false;
+}
+
+// Every character of the set is a match of its own.
+void char_matches(const PreTokenizer& p, std::string_view piece, std::vector<std::pair<size_t, size_t>>& matches) {
+  const char* base = piece.data();
+  const char* end = base + piece.size();
+  for (const char* q = base; q < end;) {
+    char32_t cp;
+    const size_t len = unicode::decode(q, end, cp);
+    if (in_char_set(p, cp)) matches.emplace_back(q - base, q - base + len);
+    q += len;
+  }
+}
+
 void split_pieces(const PreTokenizer& p, Pieces& in, Pieces& out) {
   out.buf.swap(in.buf);  // splitting never changes the bytes
   out.ranges.clear();
@@ -92,6 +172,10 @@ void split_pieces(const PreTokenizer& p, Pieces& in, Pieces& out) {
     matches.clear();
     if (p.regex) {
       find_pattern_matches(*p.regex, piece, matches, p.js_space);
+    } else if (p.general_regex) {
+      p.general_regex->find_all(piece, matches);
+    } else if (p.char_set != CharSet::kNone) {
+      char_matches(p, piece, matches);
     } else {
       for (size_t pos = 0, hit; (hit = piece.find(p.literal, pos)) != std::string_view::npos;
            pos = hit + p.literal.size())
@@ -125,17 +209,17 @@ void split_pieces(const PreTokenizer& p, Pieces& in, Pieces& out) {
         }
         break;
       }
-      case SplitBehavior::kMergedWithNext: {
-        bool pending = false;
-        for (const auto& s : segs) {
-          if (pending)
-            out.ranges.back().second = s.first.second;
-          else
-            out.ranges.push_back(s.first);
-          pending = s.second;
+      case SplitBehavior::kMergedWithNext:
+        // A delimiter joins the piece after it unless that piece is a delimiter too.
+        for (size_t k = 0; k < segs.size(); ++k) {
+          if (segs[k].second && k + 1 < segs.size() && !segs[k + 1].second) {
+            out.ranges.emplace_back(segs[k].first.first, segs[k + 1].first.second);
+            ++k;
+          } else {
+            out.ranges.push_back(segs[k].first);
+          }
         }
         break;
-      }
       case SplitBehavior::kContiguous: {
         bool prev_delim = false;
         for (const auto& s : segs) {

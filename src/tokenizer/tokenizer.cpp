@@ -243,6 +243,14 @@ void parse_config(Tokenizer::Impl& t, const json& config) {
 
 }  // namespace
 
+void Tokenizer::Impl::model_word(std::string_view word, std::vector<int32_t>& out) const {
+  switch (model_type) {
+    case ModelType::kBpe: bpe_word(word, out); break;
+    case ModelType::kWordPiece: wordpiece_word(word, out); break;
+    case ModelType::kUnigram: unigram_word(word, out); break;
+  }
+}
+
 void Tokenizer::Impl::encode_section(std::string_view text, bool first_section, std::vector<int32_t>& out) const {
   thread_local Pieces a, b;
   a.buf.assign(text);
@@ -254,7 +262,7 @@ void Tokenizer::Impl::encode_section(std::string_view text, bool first_section, 
     apply_pre_tokenizer(*pre_tokenizer, first_section, a, b);
     result = &b;
   }
-  for (const auto& [s, e] : result->ranges) bpe_word(std::string_view(result->buf.data() + s, e - s), out);
+  for (const auto& [s, e] : result->ranges) model_word(std::string_view(result->buf.data() + s, e - s), out);
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view input, bool add_special_tokens, bool parse_special) const {
@@ -355,13 +363,19 @@ Tokenizer Tokenizer::from_json(const std::string& tokenizer_json, const std::str
   const json& model = require(root, "model", "tokenizer.json");
   const json added_json =
       root.contains("added_tokens") && root["added_tokens"].is_array() ? root["added_tokens"] : json::array();
-  const size_t vocab_entries = model.contains("vocab") && model["vocab"].is_object() ? model["vocab"].size() : 0;
+  const size_t vocab_entries =
+      model.contains("vocab") && (model["vocab"].is_object() || model["vocab"].is_array()) ? model["vocab"].size() : 0;
   const int64_t id_limit = token_id_limit(vocab_entries + added_json.size());
-  const int32_t vocab_max_id = bpe_vocab_max_id(model, id_limit);
+  const int32_t vocab_max_id = tokenizer::vocab_max_id(model, id_limit);
   const int32_t max_id = added_tokens_max_id(added_json, vocab_max_id, id_limit);
   t.id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
   t.added_kind.assign(static_cast<size_t>(max_id + 1), 0);
-  parse_bpe_model(t, model, added_json.size());
+  t.model_type = parse_model_type(model);
+  switch (t.model_type) {
+    case ModelType::kBpe: parse_bpe_model(t, model, added_json.size()); break;
+    case ModelType::kWordPiece: parse_wordpiece_model(t, model, added_json.size()); break;
+    case ModelType::kUnigram: parse_unigram_model(t, model, added_json.size()); break;
+  }
   parse_added_tokens(t, added_json);
   const bool has_post = parse_components(t, root);
 
@@ -430,11 +444,25 @@ void StreamDecoder::continue_after(std::span<const int32_t> context) {
   prefix_index_ = ids_.size();
 }
 
+namespace {
+
+// With a clean-up of tokenization spaces, text that ends like the start of one of its patterns
+// (" ' " -> "'", " n't" -> "n't", ...) may still change when the next token arrives.
+bool cleanup_may_change_end(std::string_view text) {
+  static constexpr std::string_view kPatternStarts[] = {" ", " '", " 'v", " 'r", " n", " n'"};
+  for (std::string_view p : kPatternStarts)
+    if (text.size() >= p.size() && text.compare(text.size() - p.size(), p.size(), p) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
 std::string StreamDecoder::push(int32_t id) {
   ids_.push_back(id);
   std::string text = tokenizer_->decode(ids_, skip_special_);
   if (text.size() <= prefix_.size() || text.compare(0, prefix_.size(), prefix_) != 0) return {};
   if (text.size() >= 3 && text.compare(text.size() - 3, 3, "\xEF\xBF\xBD") == 0) return {};
+  if (tokenizer_->impl_->cleans_up_spaces() && cleanup_may_change_end(text)) return {};
   std::string out = text.substr(prefix_.size());
   // Keep the tokens decoded since the previous boundary as context for the next step.
   const size_t new_prefix_index = ids_.size() - prefix_index_;

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokenizer/regex.h"
 #include "tokenizer/split_pattern.h"
 #include "tokenizer/tokenizer.h"
 
@@ -67,25 +68,51 @@ class MergeTable {
   size_t count_ = 0;
 };
 
-enum class NormalizerType { kSequence, kNfc, kNfd, kReplace, kPrepend, kStrip };
+enum class ModelType { kBpe, kWordPiece, kUnigram };
+
+enum class NormalizerType {
+  kSequence,
+  kNfc,
+  kNfd,
+  kNfkc,
+  kNfkd,
+  kReplace,
+  kPrepend,
+  kStrip,
+  kLowercase,
+  kStripAccents,
+  kBert,
+  kPrecompiled
+};
+struct PrecompiledCharsmap;
 struct Normalizer {
   NormalizerType type;
-  std::string pattern, content;  // Replace: pattern -> content; Prepend: content
+  std::string pattern, content;  // Replace: pattern (or regex) -> content; Prepend: content
+  std::shared_ptr<const Regex> regex;
   bool strip_left = false, strip_right = false;
+  // BertNormalizer
+  bool clean_text = false, handle_chinese_chars = false, strip_accents = false, lowercase = false;
+  std::shared_ptr<const PrecompiledCharsmap> charsmap;
   std::vector<Normalizer> children;
 };
 
 enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
 enum class PreTokenizerType { kSequence, kByteLevel, kSplit, kMetaspace };
+// Split on single characters of a set, each one a delimiter (Punctuation, Digits, WhitespaceSplit,
+// BertPreTokenizer, CharDelimiterSplit).
+enum class CharSet : uint8_t { kNone, kPunctuation, kNumeric, kWhitespace, kOneChar };
 enum class PrependScheme { kAlways, kFirst, kNever };
 struct PreTokenizer {
   PreTokenizerType type;
   // ByteLevel
   bool add_prefix_space = false;
   bool use_regex = false;
-  // Split: either a literal string or a built-in regex matcher
+  // Split: a literal string, a built-in regex matcher, a compiled regex or a character set
   std::optional<SplitPattern> regex;
+  std::shared_ptr<const Regex> general_regex;
   std::string literal;
+  CharSet char_set = CharSet::kNone;
+  char32_t delimiter = 0;  // CharSet::kOneChar
   SplitBehavior behavior = SplitBehavior::kIsolated;
   bool invert = false;
   bool js_space = false;  // ByteLevel's built-in pattern uses JavaScript \s (reference parity)
@@ -96,12 +123,27 @@ struct PreTokenizer {
   std::vector<PreTokenizer> children;
 };
 
-enum class DecoderType { kSequence, kByteLevel, kReplace, kByteFallback, kFuse, kStrip, kMetaspace };
+enum class DecoderType {
+  kSequence,
+  kByteLevel,
+  kReplace,
+  kByteFallback,
+  kFuse,
+  kStrip,
+  kMetaspace,
+  kWordPiece,
+  kBpe,
+  kCtc
+};
 struct Decoder {
   DecoderType type;
-  std::string pattern, content;  // Replace; Strip uses content
-  size_t start = 0, stop = 0;    // Strip
-  std::string replacement;       // Metaspace
+  std::string pattern, content;  // Replace (a string or `regex`); Strip uses content
+  std::shared_ptr<const Regex> regex;
+  std::string prefix;                           // WordPiece prefix, BPEDecoder suffix
+  std::string pad_token, word_delimiter_token;  // CTC
+  bool cleanup = false;                         // WordPiece, CTC
+  size_t start = 0, stop = 0;                   // Strip
+  std::string replacement;                      // Metaspace
   PrependScheme prepend_scheme = PrependScheme::kAlways;
   std::vector<Decoder> children;
 };
@@ -145,6 +187,15 @@ struct AddedTrie {
 namespace hfstatic {
 
 struct Tokenizer::Impl {
+  tokenizer::ModelType model_type = tokenizer::ModelType::kBpe;
+  // WordPiece
+  size_t max_input_chars_per_word = 100;
+  size_t max_token_bytes = 0;  // the longest vocabulary entry, which bounds the WordPiece search
+  // Unigram: piece scores by id and a byte trie of the pieces (token = id)
+  std::vector<double> scores;
+  double unk_score = 0;
+  tokenizer::AddedTrie pieces;
+
   // Model (BPE)
   std::vector<std::string> id_to_token;
   tokenizer::StringMap vocab;
@@ -176,7 +227,12 @@ struct Tokenizer::Impl {
   mutable std::mutex cache_mutex;
   mutable std::unordered_map<std::string, std::vector<int32_t>, tokenizer::StringHash, std::equal_to<>> cache;
 
+  // Whether decoding cleans up tokenization spaces (tokenizer_config.json or a WordPiece/CTC decoder).
+  bool cleans_up_spaces() const;
+  void model_word(std::string_view word, std::vector<int32_t>& out) const;
   void bpe_word(std::string_view word, std::vector<int32_t>& out) const;
+  void wordpiece_word(std::string_view word, std::vector<int32_t>& out) const;
+  void unigram_word(std::string_view word, std::vector<int32_t>& out) const;
   void merge_symbols(std::vector<int32_t>& syms) const;
   void encode_section(std::string_view text, bool first_section, std::vector<int32_t>& out) const;
   std::string decode(const std::vector<int32_t>& ids, bool skip_special) const;
@@ -202,12 +258,19 @@ char32_t cp_before(std::string_view s, size_t pos);  // the code point ending at
 Normalizer parse_normalizer(const nlohmann::json& j, const std::string& where);
 void apply_normalizer(const Normalizer& n, std::string& s);
 
+// precompiled.cpp: SentencePiece's precompiled_charsmap (a double-array trie over UTF-8 with the
+// normalized strings after it).
+std::shared_ptr<const PrecompiledCharsmap> parse_precompiled_charsmap(const nlohmann::json& j,
+                                                                      const std::string& where);
+std::string apply_precompiled(const PrecompiledCharsmap& charsmap, std::string_view s);
+
 // pre_tokenizer.cpp
 PreTokenizer parse_pre_tokenizer(const nlohmann::json& j, const std::string& where);
 void apply_pre_tokenizer(const PreTokenizer& p, bool first_section, Pieces& in, Pieces& out);
 
-// model_bpe.cpp: checks model.type and model.vocab; returns the largest vocabulary id.
-int32_t bpe_vocab_max_id(const nlohmann::json& model, int64_t id_limit);
+// model_bpe.cpp: model.type, and a check of model.vocab that returns its largest id.
+ModelType parse_model_type(const nlohmann::json& model);
+int32_t vocab_max_id(const nlohmann::json& model, int64_t id_limit);
 
 // Ids are indexes into per-id tables allocated at load, so a file may only use ids its entries
 // justify: below twice the number of entries (vocab plus added tokens) plus 1024, and never at or
@@ -220,6 +283,11 @@ inline int64_t token_id_limit(size_t entries) {
 std::string token_id_range_error(int64_t id, int64_t id_limit);
 // Fills the model fields of t (id_to_token is already sized); `added_count` more tokens follow.
 void parse_bpe_model(Tokenizer::Impl& t, const nlohmann::json& model, size_t added_count);
+// model_wordpiece.cpp: the vocabulary is an object as for BPE.
+void parse_wordpiece_model(Tokenizer::Impl& t, const nlohmann::json& model, size_t added_count);
+// model_unigram.cpp: model.vocab is a list of [piece, score]; ids are positions in it.
+int32_t unigram_vocab_max_id(const nlohmann::json& model, int64_t id_limit);
+void parse_unigram_model(Tokenizer::Impl& t, const nlohmann::json& model, size_t added_count);
 
 // post_processor.cpp: the ids it puts around a sequence (t.post_prefix, t.post_suffix).
 void parse_post_processor(Tokenizer::Impl& t, const nlohmann::json& j, const std::string& where);

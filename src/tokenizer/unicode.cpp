@@ -6,6 +6,7 @@
 namespace hfstatic::unicode {
 namespace {
 #include "tokenizer/unicode_tables.inc"
+#include "tokenizer/unicode_tables_extra.inc"
 
 constexpr char32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
 constexpr int kLCount = 19, kVCount = 21, kTCount = 28, kNCount = kVCount * kTCount, kSCount = kLCount * kNCount;
@@ -36,6 +37,22 @@ char32_t compose_pair(char32_t a, char32_t b) {
                                       return e[0] != v.first ? e[0] < v.first : e[1] < v.second;
                                     });
   return (it != end && (*it)[0] == a && (*it)[1] == b) ? (*it)[2] : 0;
+}
+
+// Full compatibility decomposition when it differs from the canonical one, else nullptr.
+const uint32_t* find_compat(char32_t cp, size_t& length) {
+  const auto* end = kCompat + std::size(kCompat);
+  const auto* it = std::lower_bound(kCompat, end, cp, [](const uint32_t(&e)[2], char32_t v) { return e[0] < v; });
+  if (it == end || (*it)[0] != cp) return nullptr;
+  length = (*it)[1] & 31;
+  return kCompatPool + ((*it)[1] >> 5);
+}
+
+char32_t lower_simple(char32_t cp) {
+  if (cp < 0x80) return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
+  const auto* end = kLowercase + std::size(kLowercase);
+  const auto* it = std::lower_bound(kLowercase, end, cp, [](const uint32_t(&e)[2], char32_t v) { return e[0] < v; });
+  return (it != end && (*it)[0] == cp) ? (*it)[1] : cp;
 }
 
 void decompose(char32_t cp, std::vector<char32_t>& out) {
@@ -188,7 +205,7 @@ std::string to_valid_utf8(std::string_view s) {
   return out;
 }
 
-static std::string nfc_full(std::string_view s) {
+static std::string normalize_full(std::string_view s, bool compat, bool compose) {
   const char* p = s.data();
   const char* end = p + s.size();
 
@@ -198,7 +215,12 @@ static std::string nfc_full(std::string_view s) {
   while (p < end) {
     char32_t cp;
     p += decode(p, end, cp);
-    decompose(cp, cps);
+    size_t length = 0;
+    const uint32_t* full = compat ? find_compat(cp, length) : nullptr;
+    if (full)
+      cps.insert(cps.end(), full, full + length);
+    else
+      decompose(cp, cps);
   }
   // Canonical ordering: stable sort runs of non-starters by combining class.
   for (size_t i = 0; i < cps.size();) {
@@ -211,6 +233,12 @@ static std::string nfc_full(std::string_view s) {
     std::stable_sort(cps.begin() + static_cast<std::ptrdiff_t>(i), cps.begin() + static_cast<std::ptrdiff_t>(j),
                      [](char32_t a, char32_t b) { return combining_class(a) < combining_class(b); });
     i = j;
+  }
+  if (!compose) {
+    std::string result;
+    result.reserve(s.size());
+    for (char32_t cp : cps) append_utf8(result, cp);
+    return result;
   }
   // Canonical composition.
   std::vector<char32_t> out;
@@ -281,13 +309,40 @@ std::string nfc(std::string_view s) {
       changed = true;
     }
     out.append(s.substr(copied, from - copied));
-    out += nfc_full(s.substr(from, j - from));
+    out += normalize_full(s.substr(from, j - from), false, true);
     copied = j;
     last_safe = j;
     i = j;
   }
   if (!changed) return std::string(s);
   out.append(s.substr(copied));
+  return out;
+}
+
+std::string normalize(std::string_view s, Form form) {
+  if (form == Form::kNfc) return nfc(s);
+  size_t i = 0;
+  while (i < s.size() && static_cast<unsigned char>(s[i]) < 0x80) ++i;
+  if (i == s.size()) return std::string(s);
+  if (i > 0) --i;  // an ASCII starter may compose with the marks after it
+  return std::string(s.substr(0, i)) +
+         normalize_full(s.substr(i), form == Form::kNfkc || form == Form::kNfkd, form == Form::kNfkc);
+}
+
+std::string lowercase(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  const char* p = s.data();
+  const char* end = p + s.size();
+  while (p < end) {
+    char32_t cp;
+    p += decode(p, end, cp);
+    if (cp == 0x130) {  // LATIN CAPITAL LETTER I WITH DOT ABOVE: i + COMBINING DOT ABOVE
+      out += "i\xCC\x87";
+      continue;
+    }
+    append_utf8(out, lower_simple(cp));
+  }
   return out;
 }
 

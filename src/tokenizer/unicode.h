@@ -91,6 +91,15 @@ std::string to_valid_utf8(std::string_view s);
 // Canonical composition (NFC). Fast path returns the input unchanged when nothing can change.
 std::string nfc(std::string_view s);
 
+enum class Form { kNfc, kNfd, kNfkc, kNfkd };
+// Unicode normalization in any of the four forms (NFC has a fast path; the others normalize
+// everything after the leading ASCII).
+std::string normalize(std::string_view s, Form form);
+
+// Full lowercase mapping of every code point (no context: final sigma lowercases to U+03C3, as
+// Rust's char::to_lowercase, which Hugging Face's Lowercase normalizer applies per character).
+std::string lowercase(std::string_view s);
+
 const char* unicode_version();
 
 }  // namespace hfstatic::unicode

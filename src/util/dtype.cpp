@@ -13,11 +13,13 @@ struct DTypeInfo {
 constexpr DTypeInfo kTypes[] = {
     {DType::F32, 4, "float32", "F32"}, {DType::F16, 2, "float16", "F16"}, {DType::BF16, 2, "bfloat16", "BF16"},
     {DType::I64, 8, "int64", "I64"},   {DType::I32, 4, "int32", "I32"},   {DType::U8, 1, "uint8", "U8"},
+    {DType::I8, 1, "int8", "I8"},      {DType::I4, 1, "int4", ""},
 };
 const DTypeInfo& info(DType t) { return kTypes[static_cast<int>(t)]; }
 }  // namespace
 
 size_t dtype_size(DType t) { return info(t).size; }
+int64_t dtype_bytes(DType t, int64_t numel) { return t == DType::I4 ? numel / 2 : numel * int64_t(info(t).size); }
 const char* dtype_name(DType t) { return info(t).name; }
 const char* dtype_safetensors_name(DType t) { return info(t).st_name; }
 
@@ -29,7 +31,7 @@ std::optional<DType> dtype_from_name(std::string_view name) {
 
 std::optional<DType> dtype_from_safetensors_name(std::string_view name) {
   for (const auto& i : kTypes)
-    if (name == i.st_name) return i.type;
+    if (*i.st_name && name == i.st_name) return i.type;
   return std::nullopt;
 }
 

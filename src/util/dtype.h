@@ -9,13 +9,17 @@
 
 namespace hfstatic {
 
-enum class DType : uint8_t { F32, F16, BF16, I64, I32, U8 };
+// I8 and I4 hold quantized weights (src/kernels/README.md): I4 packs two values a byte, so
+// byte counts go through dtype_bytes, never dtype_size.
+enum class DType : uint8_t { F32, F16, BF16, I64, I32, U8, I8, I4 };
 
 size_t dtype_size(DType t);
-// Program-level names: float32, float16, bfloat16, int64, int32, uint8.
+// Bytes of numel elements of type t: numel / 2 for I4 (numel even), numel * dtype_size(t) otherwise.
+int64_t dtype_bytes(DType t, int64_t numel);
+// Program-level names: float32, float16, bfloat16, int64, int32, uint8, int8, int4.
 const char* dtype_name(DType t);
 std::optional<DType> dtype_from_name(std::string_view name);
-// Safetensors names: F32, F16, BF16, I64, I32, U8.
+// Safetensors names: F32, F16, BF16, I64, I32, U8, I8; "" for I4, which has none.
 const char* dtype_safetensors_name(DType t);
 std::optional<DType> dtype_from_safetensors_name(std::string_view name);
 

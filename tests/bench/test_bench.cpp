@@ -113,6 +113,27 @@ TEST(Bench, PrefillCostCountsTheLogitsMatrixOncePerStep) {
   EXPECT_DOUBLE_EQ(c.flops(0, 1), 2.0 * c.linear_params + attention_per_slot);
 }
 
+// A quantized program does the same multiply-adds and reads its packed values and scales:
+// int4 in groups of 32 is half a byte plus 2 / 32 bytes of scale a weight.
+TEST(Bench, QuantizedWeightsCountTheirValuesAndScales) {
+  test::TempDir dir("bench");
+  ExportOptions o;
+  o.graph.prefill_len = 8;
+  o.graph.max_context = 64;
+  o.weights_dtype = DType::F32;
+  const std::string ckpt = test::cached_checkpoint("tiny", 1);
+  export_program(ckpt, dir.file("f32.hfs"), o);
+  o.quant = WeightQuant{DType::I4, 32};
+  export_program(ckpt, dir.file("q4.hfs"), o);
+  const bench::MethodCost f = bench::method_cost(*Program::load(dir.file("f32.hfs")), "decode");
+  const bench::MethodCost q = bench::method_cost(*Program::load(dir.file("q4.hfs")), "decode");
+  EXPECT_EQ(q.linear_params, f.linear_params);
+  EXPECT_EQ(q.output_linear_params, f.output_linear_params);
+  const double float_norm_bytes = f.weight_bytes - 4 * f.linear_params;  // norms: float32 in both
+  EXPECT_DOUBLE_EQ(q.weight_bytes, q.linear_params * (0.5 + 2.0 / 32) + float_norm_bytes);
+  EXPECT_DOUBLE_EQ(q.embedding_row_bytes, f.embedding_row_bytes / 4 * (0.5 + 2.0 / 32));
+}
+
 TEST(Bench, AMissingProgramIsAnErrorNamingIt) {
   bench::BenchOptions o;
   o.path = "/nonexistent/model.hfs";

@@ -156,5 +156,48 @@ TEST(ChatHostile, BudgetErrorsNameThePosition) {
               HasSubstr("chat template line 2"));
 }
 
+TEST(ChatHostile, MacroRecursionIsBounded) {
+  // Endless recursion ends at the depth limit, not in a stack overflow.
+  EXPECT_THAT(render_error("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"),
+              HasSubstr("the template recurses deeper than 500 levels"));
+  EXPECT_THAT(render_error("{% macro f() %}{% call f() %}x{% endcall %}{% endmacro %}{{ f() }}"),
+              HasSubstr("recurses deeper"));
+  // Wide rather than deep: two calls per level is exponential work, which the step budget ends.
+  EXPECT_THAT(render_error("{% macro f(n) %}{% if n < 60 %}{{ f(n + 1) }}{{ f(n + 1) }}{% endif %}{% endmacro %}"
+                           "{{ f(0) }}"),
+              HasSubstr("exceeded the limit of 10000000 steps"));
+  // A macro that captures its own scope is freed after the render (no leak, checked by ASan).
+  EXPECT_EQ(render("{% for i in [1] %}{% macro m() %}{{ i }}{% endmacro %}{{ m() }}{% endfor %}"), "1");
+}
+
+TEST(ChatHostile, RecursiveLoopsAreBounded) {
+  // loop() over the same list forever: the depth limit ends it.
+  EXPECT_THAT(render_error("{% for x in [1] recursive %}{{ loop([1]) }}{% endfor %}"), HasSubstr("recurses deeper"));
+  // A list that contains itself, walked recursively.
+  EXPECT_THAT(render_error("{% set a = [] %}{% set _ = a.append(a) %}{% for x in a recursive %}{{ loop(x) }}"
+                           "{% endfor %}"),
+              HasSubstr("recurses deeper"));
+  // Fan-out: every level loops over ten items, bounded by the step budget.
+  EXPECT_THAT(render_error("{% set t = range(10)|list %}{% for x in t recursive %}{% if loop.depth < 9 %}"
+                           "{{ loop(t) }}{% endif %}{% endfor %}"),
+              HasSubstr("exceeded the limit of 10000000 steps"));
+}
+
+TEST(ChatHostile, FormatWidthsAreBounded) {
+  EXPECT_THAT(render_error("{{ '{:>999999999999}'.format(1) }}"), HasSubstr("exceeds the 64 MiB string limit"));
+  EXPECT_THAT(render_error("{{ '{:>67108865}'.format(1) }}"), HasSubstr("64 MiB"));
+  EXPECT_THAT(render_error("{{ '%999999999999s' % 'a' }}"), HasSubstr("exceeds the 64 MiB string limit"));
+  EXPECT_THAT(render_error("{{ '%.999999999999f' % 1.5 }}"), HasSubstr("exceeds the 64 MiB string limit"));
+  EXPECT_THAT(render_error("{{ 'a'.center(9999999999999) }}"), HasSubstr("center(): width"));
+  EXPECT_THAT(render_error("{{ '{:,}'.format(1) }}"), HasSubstr("grouping"));
+  EXPECT_THAT(render_error("{{ '{' .format(1) }}"), HasSubstr("single '{'"));
+  EXPECT_THAT(render_error("{{ '{0[a}'.format({'a': 1}) }}"), HasSubstr("'[' without ']'"));
+  EXPECT_THAT(render_error("{{ [1]|batch(9999999, 0) }}"), HasSubstr("exceeded the limit of 10000000 steps"));
+  EXPECT_THAT(render_error("{{ [1]|batch(9223372036854775807, 0) }}"), HasSubstr("batch: the size must be in"));
+  // Precision is capped: a float prints at most 100 digits after the point.
+  EXPECT_EQ(render("{{ '%.3f' % 2.0 }} {{ '{:.1e}'.format(12345.0) }}"), "2.000 1.2e+04");
+  EXPECT_THAT(render_error("{{ 'x' * 10 | tojson(indent=100000000) }}"), HasSubstr("tojson: indent"));
+}
+
 }  // namespace
 }  // namespace hfstatic

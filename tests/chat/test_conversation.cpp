@@ -131,5 +131,29 @@ TEST(Conversation, NoTemplateIsAnError) {
   }
 }
 
+TEST(Conversation, TemplateContextAndMessageFieldsReachTheTemplate) {
+  const Tokenizer tok = tokenizer_with(
+      "{% for t in tools %}[{{ t.function.name }}]{% endfor %}{% if enable_thinking is false %}(no think){% endif %}"
+      "{% for m in messages %}<{{ m.role }}>{% if m.tool_calls %}{% for c in m.tool_calls %}"
+      "{{ c.function.name }}{{ c.function.arguments|tojson }}{% endfor %}{% else %}{{ m.content }}{% endif %}"
+      "{% if m.tool_call_id %}#{{ m.tool_call_id }}{% endif %}{% endfor %}");
+  std::vector<ChatMessage> messages = {{"user", "hi"}};
+  ChatMessage call{"assistant", ""};
+  call.content_null = true;
+  call.fields = nlohmann::ordered_json::parse(R"({"tool_calls": [{"function": {"name": "f", "arguments": {"b": 1,
+      "a": 2}}}]})");
+  messages.push_back(call);
+  ChatMessage result{"tool", "42"};
+  result.fields = {{"tool_call_id", "c1"}};
+  messages.push_back(result);
+  const nlohmann::ordered_json context = {{"tools", {{{"function", {{"name", "f"}}}}}}, {"enable_thinking", false}};
+  EXPECT_EQ(apply_chat_template(tok, messages, false, context),
+            "[f](no think)<user>hi<assistant>f{\"b\": 1, \"a\": 2}<tool>42#c1");
+  Conversation conversation(tok, messages, context);
+  bool restart = false;
+  EXPECT_EQ(conversation.pending_tokens(restart),
+            encode(tok, "[f](no think)<user>hi<assistant>f{\"b\": 1, \"a\": 2}<tool>42#c1"));
+}
+
 }  // namespace
 }  // namespace hfstatic

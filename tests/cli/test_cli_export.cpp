@@ -49,9 +49,9 @@ TEST_F(CliExport, CliExportBadFlagExitsTwo) {
   r = test::run_cli({"export", c, "-o", out, "--max-context", "1x"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("--max-context"));
-  r = test::run_cli({"export", c, "-o", out, "--weights-dtype", "int8"});
+  r = test::run_cli({"export", c, "-o", out, "--weights-dtype", "int3"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("flag --weights-dtype: 'int8' is not one of float32|float16|bfloat16"));
+  EXPECT_THAT(r.err, HasSubstr("flag --weights-dtype: 'int3' is not one of float32|float16|bfloat16|int8|int4"));
   r = test::run_cli({"export", c});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("missing -o FILE"));

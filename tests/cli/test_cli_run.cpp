@@ -151,5 +151,20 @@ TEST(CliChat, Gemma3PresetChats) {
   EXPECT_EQ(lines(two.out), 2u) << two.out;
 }
 
+TEST(CliChat, PresetsOfTheOtherFamiliesChat) {
+  // Each preset's embedded tokenizer and chat template, through the runner.
+  test::TempDir dir("cli-chat-families");
+  GraphOptions g;
+  g.prefill_len = 8;
+  g.max_context = 64;  // tiny-phi3's original_max_position_embeddings
+  for (const char* preset : {"tiny-phi3", "tiny-smollm3", "tiny-granite", "tiny-yarn"}) {
+    SCOPED_TRACE(preset);
+    const std::string path = test::export_to(test::cached_checkpoint(preset, 2), dir.file(cat(preset, ".hfs")), g);
+    auto two = test::run_cli({"run", "-m", path, "--chat", "-n", "3", "--ignore-eos", "-t", "1"}, "hello\nagain\n");
+    EXPECT_EQ(two.exit_code, 0) << two.err;
+    EXPECT_GE(lines(two.out), 2u) << two.out;  // one reply a turn (a random model's reply may hold newlines)
+  }
+}
+
 }  // namespace
 }  // namespace hfstatic

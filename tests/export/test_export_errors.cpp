@@ -102,9 +102,11 @@ class ExportErrors : public test::CheckpointTest {
 TEST_F(ExportErrors, UnsupportedModelType) {
   auto c = checkpoint();
   edit_config(c, [](json& j) { j["model_type"] = "gpt2"; });
-  EXPECT_THAT(export_error(c),
-              AllOf(HasSubstr("config.json"), HasSubstr("config field 'model_type' = 'gpt2' is not supported "
-                                                        "(supported: llama, mistral, qwen2, qwen3, gemma3_text)")));
+  EXPECT_THAT(
+      export_error(c),
+      AllOf(HasSubstr("config.json"),
+            HasSubstr("config field 'model_type' = 'gpt2' is not supported (supported: llama, mistral, qwen2, qwen3, "
+                      "phi3, smollm3, granite, gemma3_text)")));
   edit_config(c, [](json& j) { j.erase("model_type"); });
   EXPECT_THAT(export_error(c), HasSubstr("config field 'model_type' is missing or not a string"));
 }
@@ -132,19 +134,92 @@ TEST_F(ExportErrors, RopeScalingTypeThatIsNotAString) {
   EXPECT_THAT(export_error(c), HasSubstr("config.json: config field 'rope_scaling.type' = 3 is not a string"));
 }
 
-TEST_F(ExportErrors, RopeScalingYarn) {
+TEST_F(ExportErrors, RopeScalingUnknownType) {
   auto c = checkpoint();
-  edit_config(c, [](json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; });
-  EXPECT_THAT(export_error(c),
-              HasSubstr("config field 'rope_scaling' type 'yarn' is not supported (supported: llama3)"));
-  edit_config(c, [](json& j) { j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}}; });
-  EXPECT_THAT(export_error(c), HasSubstr("config field 'rope_scaling' type 'linear' is not supported"));
+  edit_config(c, [](json& j) { j["rope_scaling"] = {{"rope_type", "ntk-by-parts"}, {"factor", 4.0}}; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'rope_scaling' type 'ntk-by-parts' is not supported "
+                                         "(supported: linear, dynamic, yarn, longrope, llama3)"));
+  edit_config(c, [](json& j) { j["rope_scaling"] = {{"type", "linear"}}; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'rope_scaling.factor' is missing"));
+  edit_config(c, [](json& j) { j["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}, {"beta_fast", "fast"}}; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'rope_scaling.beta_fast' = \"fast\" is not a number"));
   edit_config(c, [](json& j) {
     j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 4.0}, {"high_freq_factor", 1.0}};
   });
   EXPECT_THAT(export_error(c), HasSubstr("config field 'rope_scaling' needs high_freq_factor > low_freq_factor"));
-  edit_config(c, [](json& j) { j["rope_scaling"] = {{"rope_type", "default"}}; });
+  for (const char* type : {"default", "linear", "dynamic", "yarn"}) {
+    edit_config(c, [&](json& j) { j["rope_scaling"] = {{"rope_type", type}, {"factor", 2.0}}; });
+    EXPECT_NO_THROW(export_ok(c)) << type;
+  }
+}
+
+TEST_F(ExportErrors, LongropeFactorLists) {
+  auto c = checkpoint("tiny-phi3");  // head_dim 16, partial_rotary_factor 0.75: 6 factors
+  edit_config(c, [](json& j) { j["rope_scaling"]["short_factor"] = {1.0, 1.0, 1.0, 1.0, 1.0}; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'rope_scaling.short_factor' has 5 values where 6 are needed"));
+  edit_config(c, [](json& j) {
+    j["rope_scaling"]["short_factor"] = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+    j["rope_scaling"].erase("long_factor");
+  });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'rope_scaling.long_factor' is missing or not a list"));
+  edit_config(c, [](json& j) { j["rope_scaling"]["long_factor"] = {1.0, 1.0, 1.0, -1.0, 1.0, 1.0}; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'rope_scaling.long_factor' holds -1.0, not a number"));
+  // 'su', the old name, is the same scaling.
+  edit_config(c, [](json& j) {
+    j["rope_scaling"]["long_factor"] = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+    j["rope_scaling"]["type"] = "su";
+  });
   EXPECT_NO_THROW(export_ok(c));
+  // Beyond the original length longrope would switch to long_factor: refused.
+  edit_config(c, [](json& j) { j["original_max_position_embeddings"] = 32; });
+  EXPECT_THAT(export_error(c), AllOf(HasSubstr("--max-context 64 exceeds original_max_position_embeddings 32"),
+                                     HasSubstr("long_factor"), HasSubstr("--max-context 32 or less")));
+  GraphOptions g = small();
+  g.max_context = 32;
+  EXPECT_NO_THROW(export_ok(c, g));
+  edit_config(c, [](json& j) { j["partial_rotary_factor"] = 0.1; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'partial_rotary_factor' = 0.1 gives 1 rotary dimensions"));
+}
+
+TEST_F(ExportErrors, Phi3FusedWeights) {
+  auto c = checkpoint("tiny-phi3");
+  edit_tensors(c, [](TensorBytes& t) {
+    if (t.name != "model.layers.0.self_attn.qkv_proj.weight") return true;
+    t.shape = {120, 64};  // q 64 + k 32 + v 32 rows are needed
+    t.bytes.resize(120 * 64 * 4);
+    return true;
+  });
+  EXPECT_THAT(export_error(c), HasSubstr("tensor 'model.layers.0.self_attn.qkv_proj.weight' has shape [120, 64] but "
+                                         "config.json implies [128, 64]"));
+  c = checkpoint("tiny-phi3");
+  edit_tensors(c, [](TensorBytes& t) { return t.name != "model.layers.1.mlp.gate_up_proj.weight"; });
+  EXPECT_THAT(export_error(c), HasSubstr("checkpoint has no tensor 'model.layers.1.mlp.gate_up_proj.weight'"));
+  // Phi-3-mini-4k's window of 2047 is refused for a longer context (sliding windows are not supported).
+  c = checkpoint("tiny-phi3");
+  edit_config(c, [](json& j) { j["sliding_window"] = 47; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'sliding_window' = 47 is smaller than max_context 64"));
+}
+
+TEST_F(ExportErrors, SmolLM3AndGraniteFields) {
+  auto c = checkpoint("tiny-smollm3");
+  edit_config(c, [](json& j) { j["no_rope_layers"] = {1, 1, 0}; });
+  EXPECT_THAT(export_error(c),
+              HasSubstr("config field 'no_rope_layers' must be a list of at least num_hidden_layers = 4 values"));
+  edit_config(c, [](json& j) { j["no_rope_layers"] = {1, 1, 2, 1}; });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'no_rope_layers' holds 2 at layer 2, not 0 or 1"));
+  edit_config(c, [](json& j) {
+    j.erase("no_rope_layers");
+    j["no_rope_layer_interval"] = 0;
+  });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'no_rope_layer_interval' = 0 is outside"));
+  auto g = checkpoint("tiny-granite");
+  edit_config(g, [](json& j) { j["logits_scaling"] = 0; });
+  EXPECT_THAT(export_error(g), HasSubstr("config field 'logits_scaling' = 0 is outside"));
+  edit_config(g, [](json& j) {
+    j["logits_scaling"] = 8;
+    j["attention_multiplier"] = "1/64";
+  });
+  EXPECT_THAT(export_error(g), HasSubstr("config field 'attention_multiplier' = \"1/64\" is not a number"));
 }
 
 TEST_F(ExportErrors, HiddenActGelu) {

@@ -375,42 +375,67 @@ TEST(Kernels, RmsNormMatchesScalar) {
 TEST(Kernels, RopeMatchesScalar) {
   std::mt19937 rng(4);
   const auto& ref = *kernel_table(Isa::Scalar);
-  for (int64_t head_dim : {2, 6, 16, 34, 64, 128})
+  struct Case {
+    int64_t head_dim, rotary_dim;
+    float factor;
+  };
+  for (Case c : {Case{2, 2, 1.0f}, Case{6, 6, 1.0f}, Case{16, 16, 1.0f}, Case{34, 34, 1.0f}, Case{64, 64, 1.0f},
+                 Case{128, 128, 1.0f}, Case{128, 96, 1.19f}, Case{64, 48, 1.0f}, Case{40, 10, 0.8f}, Case{16, 0, 1.0f}})
     for (int64_t rows : {1, 5, 40}) {
-      const int64_t heads = 3, half = head_dim / 2;
-      std::vector<float> inv(static_cast<size_t>(half));
+      const int64_t heads = 3, head_dim = c.head_dim, rotary = c.rotary_dim, half = rotary / 2;
+      const std::string what = "head_dim=" + std::to_string(head_dim) + " rotary_dim=" + std::to_string(rotary);
+      std::vector<float> inv(static_cast<size_t>(std::max<int64_t>(half, 1)));
       for (int64_t i = 0; i < half; ++i)
-        inv[size_t(i)] = float(1.0 / std::pow(10000.0, double(2 * i) / double(head_dim)));
+        inv[size_t(i)] = float(1.0 / std::pow(10000.0, double(2 * i) / double(rotary)));
       std::vector<int64_t> pos(static_cast<size_t>(rows));
       for (int64_t r = 0; r < rows; ++r) pos[size_t(r)] = (r * 37 + 5) % 500;
       const std::vector<float> x = random_floats(rng, size_t(rows * heads * head_dim));
       std::vector<float> want(x.size());
-      ref.rope(x.data(), want.data(), rows, heads, head_dim, pos.data(), inv.data());
+      ref.rope(x.data(), want.data(), rows, heads, head_dim, rotary, pos.data(), inv.data(), c.factor);
       std::vector<float> in_place = x;  // the scalar kernel in place gives the same
-      ref.rope(in_place.data(), in_place.data(), rows, heads, head_dim, pos.data(), inv.data());
-      expect_close(in_place, want, {}, 0.0f, "scalar rope in place head_dim=" + std::to_string(head_dim));
+      ref.rope(in_place.data(), in_place.data(), rows, heads, head_dim, rotary, pos.data(), inv.data(), c.factor);
+      expect_close(in_place, want, {}, 0.0f, "scalar rope in place " + what);
       for (Isa isa : simd_isas())
         for (int threads : kThreads)
           for (int rep = 0; rep < 2; ++rep) {  // the second call reuses the cached table
             std::vector<float> got(x.size(), 12345.0f), got_in_place = x;
             with_threads(threads, [&] {
-              kernel_table(isa)->rope(x.data(), got.data(), rows, heads, head_dim, pos.data(), inv.data());
-              kernel_table(isa)->rope(got_in_place.data(), got_in_place.data(), rows, heads, head_dim, pos.data(),
-                                      inv.data());
+              kernel_table(isa)->rope(x.data(), got.data(), rows, heads, head_dim, rotary, pos.data(), inv.data(),
+                                      c.factor);
+              kernel_table(isa)->rope(got_in_place.data(), got_in_place.data(), rows, heads, head_dim, rotary,
+                                      pos.data(), inv.data(), c.factor);
             });
-            expect_close(got, want, {}, 1e-6f, label(isa, threads) + " rope head_dim=" + std::to_string(head_dim));
-            expect_close(got_in_place, want, {}, 1e-6f,
-                         label(isa, threads) + " rope in place head_dim=" + std::to_string(head_dim));
+            expect_close(got, want, {}, 1e-6f, label(isa, threads) + " rope " + what);
+            expect_close(got_in_place, want, {}, 1e-6f, label(isa, threads) + " rope in place " + what);
           }
-      // Different positions with the same frequencies must not reuse the table.
+      // Different positions, or another factor, with the same frequencies must not reuse the table.
       for (auto& p : pos) p += 1;
-      std::vector<float> want2(x.size()), got2(x.size());
-      ref.rope(x.data(), want2.data(), rows, heads, head_dim, pos.data(), inv.data());
-      for (Isa isa : simd_isas()) {
-        kernel_table(isa)->rope(x.data(), got2.data(), rows, heads, head_dim, pos.data(), inv.data());
-        expect_close(got2, want2, {}, 1e-6f, std::string(isa_name(isa)) + " rope after position change");
+      for (float factor : {c.factor, c.factor * 2}) {
+        std::vector<float> want2(x.size()), got2(x.size());
+        ref.rope(x.data(), want2.data(), rows, heads, head_dim, rotary, pos.data(), inv.data(), factor);
+        for (Isa isa : simd_isas()) {
+          kernel_table(isa)->rope(x.data(), got2.data(), rows, heads, head_dim, rotary, pos.data(), inv.data(), factor);
+          expect_close(got2, want2, {}, 1e-6f, std::string(isa_name(isa)) + " rope after a change " + what);
+        }
       }
     }
+}
+
+// Partial rotation and the cos/sin factor against values worked out by hand: head_dim 6,
+// rotary_dim 4 (pairs (0, 2) and (1, 3)), position 1, frequencies {pi/2, pi}, factor 2.
+TEST(Kernels, RopePartialRotaryByHand) {
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  const std::vector<float> inv = {float(M_PI / 2), float(M_PI)};
+  const int64_t pos = 1;
+  // pair (0, 2) by pi/2: cos 0, sin 1 -> (-3, 1) * 2; pair (1, 3) by pi: cos -1, sin 0 -> (-2, -4) * 2.
+  const std::vector<float> want = {-6, -4, 2, -8, 5, 6};
+  std::vector<Isa> isas = simd_isas();
+  isas.push_back(Isa::Scalar);
+  for (Isa isa : isas) {
+    std::vector<float> got(6, 0.0f);
+    kernel_table(isa)->rope(x.data(), got.data(), 1, 1, 6, 4, &pos, inv.data(), 2.0f);
+    expect_close(got, want, {}, 1e-6f, std::string(isa_name(isa)) + " rope by hand");
+  }
 }
 
 TEST(Kernels, AttentionMatchesScalar) {

@@ -4,14 +4,20 @@
 Reads a checkpoint folder laid out the way ``save_pretrained`` writes it
 (``config.json`` plus ``model.safetensors`` or sharded safetensors with
 ``model.safetensors.index.json``) and evaluates the Hugging Face forward pass
-for the ``llama``, ``mistral``, ``qwen2``, ``qwen3`` and ``gemma3_text``
-architectures in float64, over the full sequence with a causal mask (sliding
-layers: a causal mask limited to the window; no KV cache).
+for the ``llama``, ``mistral``, ``qwen2``, ``qwen3``, ``phi3``, ``smollm3``,
+``granite`` and ``gemma3_text`` architectures in float64, over the full sequence
+with a causal mask (sliding layers: a causal mask limited to the window; no KV
+cache).
 
 Usage:
     hf_reference.py CHECKPOINT_DIR --tokens 1,2,3 [--steps N]
                     [--cache-dtype float32|float16]
-                    [--perplexity-tokens FILE] --out OUT.json
+                    [--perplexity-tokens FILE]
+                    [--quantize int8|int4 [--group-size 32|64|128]] --out OUT.json
+
+--quantize evaluates the weights an hfstatic program quantized that way holds: every
+2-D weight (linear and embedding matrices) quantized and dequantized by the rules of
+docs/program-format.md, in float32 as the exporter computes them.
 
 Only the Python standard library and NumPy are used.
 """
@@ -25,11 +31,11 @@ import sys
 
 import numpy as np
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma3_text")
+from hf_rope import UnsupportedError, apply_rope, rope_cos_sin, rope_inv_freq, rope_parameters, rotate_half  # noqa: F401
+
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "phi3", "smollm3", "granite", "gemma3_text")
 
 
-class UnsupportedError(Exception):
-    """A checkpoint or request this reference does not support."""
 
 
 # ---------------------------------------------------------------------------
@@ -134,51 +140,25 @@ def load_checkpoint(ckpt_dir):
     return config, weights
 
 
-# ---------------------------------------------------------------------------
-# rotary embedding
-# ---------------------------------------------------------------------------
-
-def rope_inv_freq(head_dim, theta, rope_scaling=None):
-    """Inverse frequencies (length head_dim/2) in float64, HF semantics."""
-    inv_freq = 1.0 / (float(theta) ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim))
-    if rope_scaling is None:
-        return inv_freq
-    kind = rope_scaling.get("rope_type", rope_scaling.get("type"))
-    if kind in (None, "default"):
-        return inv_freq
-    if kind != "llama3":
-        raise UnsupportedError("unsupported rope_scaling type %r" % (kind,))
-    factor = float(rope_scaling["factor"])
-    low_freq_factor = float(rope_scaling["low_freq_factor"])
-    high_freq_factor = float(rope_scaling["high_freq_factor"])
-    old_ctx = float(rope_scaling["original_max_position_embeddings"])
-    low_freq_wavelen = old_ctx / low_freq_factor
-    high_freq_wavelen = old_ctx / high_freq_factor
-    wavelen = 2.0 * math.pi / inv_freq
-    # Long wavelengths (low frequencies) are slowed down by `factor`.
-    scaled = np.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
-    # The band between the two thresholds is blended smoothly.
-    smooth = (old_ctx / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
-    blended = (1.0 - smooth) * scaled / factor + smooth * scaled
-    middle = np.logical_and(np.logical_not(wavelen < high_freq_wavelen),
-                            np.logical_not(wavelen > low_freq_wavelen))
-    return np.where(middle, blended, scaled)
+def quantize_dequantize(w, dtype, group):
+    """w [rows, cols] as hfstatic stores it quantized: per group of `group` input features,
+    scale = float16(max|x| / qmax), q = clip(rint(x / scale), -qmax, qmax) (0 where the scale
+    is 0), all in float32; returns q * scale as float64."""
+    qmax = np.float32(127 if dtype == "int8" else 7)
+    rows, cols = w.shape
+    if cols % group != 0:
+        raise UnsupportedError("a %d-wide weight does not split into groups of %d" % (cols, group))
+    x = w.astype(np.float32).reshape(rows, cols // group, group)
+    amax = np.abs(x).max(axis=2, keepdims=True)
+    with np.errstate(over="ignore"):
+        scale = (amax / qmax).astype(np.float16).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(scale == 0, np.float32(0), np.clip(np.rint(x / scale), -qmax, qmax))
+    return (q.astype(np.float32) * scale).reshape(rows, cols).astype(np.float64)
 
 
-def rope_cos_sin(positions, inv_freq):
-    angles = np.outer(np.asarray(positions, dtype=np.float64), inv_freq)  # [T, D/2]
-    emb = np.concatenate([angles, angles], axis=-1)                        # [T, D]
-    return np.cos(emb), np.sin(emb)
-
-
-def rotate_half(x):
-    half = x.shape[-1] // 2
-    return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
-
-
-def apply_rope(x, cos, sin):
-    """x: [heads, T, D]; cos/sin: [T, D]."""
-    return x * cos[None, :, :] + rotate_half(x) * sin[None, :, :]
+def quantize_weights(weights, dtype, group):
+    return {name: quantize_dequantize(w, dtype, group) if w.ndim == 2 else w for name, w in weights.items()}
 
 
 # ---------------------------------------------------------------------------
@@ -217,7 +197,7 @@ def sliding_layers(config, n_layers):
     sw = config.get("sliding_window")
     if mt in ("qwen2", "qwen3") and not config.get("use_sliding_window", False):
         sw = None
-    if sw is None:
+    if sw is None or mt not in ("mistral", "qwen2", "qwen3", "gemma3_text"):  # phi3, smollm3: see _check_length
         return [False] * n_layers
     types = config.get("layer_types")
     if mt in ("qwen2", "qwen3", "gemma3_text") and types is not None:
@@ -277,18 +257,45 @@ class Model:
         self.eps = float(config.get("rms_norm_eps", 1e-6))
         theta = config.get("rope_theta")
         self.rope_theta = float(theta) if theta is not None else 10000.0
-        self.inv_freq = rope_inv_freq(self.head_dim, self.rope_theta, config.get("rope_scaling"))
+        prf = config.get("partial_rotary_factor")
+        self.rotary_dim = int(self.head_dim * float(prf)) if prf is not None else self.head_dim
+        if self.rotary_dim < 2 or self.rotary_dim % 2 != 0:
+            raise UnsupportedError("partial_rotary_factor gives %d rotary dimensions" % self.rotary_dim)
+        self.rope_scaling = config.get("rope_scaling")
+        rope_parameters(self.rotary_dim, self.rope_theta, self.rope_scaling, config)  # fail early
+        # smollm3: no_rope_layers[i] = 1 means layer i uses rope.
+        if mt == "smollm3":
+            nrl = config.get("no_rope_layers")
+            if nrl is None:
+                interval = int(config.get("no_rope_layer_interval", 4))
+                nrl = [int((i + 1) % interval != 0) for i in range(int(config["num_hidden_layers"]))]
+            self.use_rope = [bool(v) for v in nrl]
+        else:
+            self.use_rope = None
+        # granite
+        g = mt == "granite"
+        self.embedding_multiplier = float(config.get("embedding_multiplier", 1.0)) if g else 1.0
+        self.residual_multiplier = float(config.get("residual_multiplier", 1.0)) if g else 1.0
+        self.logits_scaling = float(config.get("logits_scaling", 1.0)) if g else 1.0
+        self.attention_scale = float(config.get("attention_multiplier", 1.0)) if g else None
 
         self.sliding = sliding_layers(config, self.n_layers)
         self.sliding_window = int(config["sliding_window"]) if any(self.sliding) else None
-        self.local_inv_freq = self.inv_freq
+        # phi3's and smollm3's windows: only full causal attention, so sequences stay within them.
+        self.full_window = None
+        sw = config.get("sliding_window")
+        if mt == "phi3" or (mt == "smollm3" and config.get("use_sliding_window", False)):
+            self.full_window = sw
+        self.local_rope = None
         self.norm_offset = 0.0
         self.scale = 1.0 / math.sqrt(self.head_dim)
-        self.embed_scale = 1.0
+        if self.attention_scale is not None:
+            self.scale = self.attention_scale
+        self.embed_scale = self.embedding_multiplier
         if self.gemma:
             # Norms scale by 1 + w; local layers rotate with their own base and no scaling.
             self.norm_offset = 1.0
-            self.local_inv_freq = rope_inv_freq(self.head_dim, float(config.get("rope_local_base_freq", 10000.0)))
+            self.local_rope = float(config.get("rope_local_base_freq", 10000.0))
             self.scale = float(config.get("query_pre_attn_scalar", 256)) ** -0.5
             self.embed_scale = round_to_float(math.sqrt(self.hidden), config.get("torch_dtype", "float32"))
 
@@ -297,7 +304,7 @@ class Model:
             self.qkv_bias, self.o_bias = True, False
         else:
             self.qkv_bias, self.o_bias = attn_bias, attn_bias
-        self.mlp_bias = bool(config.get("mlp_bias", False)) if mt == "llama" else False
+        self.mlp_bias = bool(config.get("mlp_bias", False)) if mt in ("llama", "smollm3", "granite") else False
         self.qk_norm = mt in ("qwen3", "gemma3_text")
 
         def take(name, shape):
@@ -316,6 +323,8 @@ class Model:
         self.vocab = embed.shape[0]
         self.embed = embed
         inter = config.get("intermediate_size")
+        if mt == "phi3":
+            weights = self._split_fused(weights, inter)
         self.layers = []
         for i in range(self.n_layers):
             p = "model.layers.%d." % i
@@ -359,12 +368,40 @@ class Model:
         else:
             raise UnsupportedError("lm_head.weight missing and tie_word_embeddings is false")
 
+    def _split_fused(self, weights, inter):
+        """phi3's qkv_proj rows are q, k, v and gate_up_proj rows gate, up (HF's chunk order)."""
+        H, D, KV = self.n_heads, self.head_dim, self.n_kv
+        out = dict(weights)
+        for i in range(self.n_layers):
+            p = "model.layers.%d." % i
+            for fused, parts in (("self_attn.qkv_proj", (("self_attn.q_proj", H * D), ("self_attn.k_proj", KV * D),
+                                                          ("self_attn.v_proj", KV * D))),
+                                 ("mlp.gate_up_proj", (("mlp.gate_proj", int(inter)), ("mlp.up_proj", int(inter))))):
+                name = p + fused + ".weight"
+                if name not in weights:
+                    raise UnsupportedError("checkpoint lacks tensor %s" % name)
+                w = weights[name]
+                total = sum(n for _, n in parts)
+                if w.ndim != 2 or w.shape[0] != total:
+                    raise UnsupportedError("tensor %s has shape %r, expected [%d, hidden]" % (name, w.shape, total))
+                row = 0
+                for part, n in parts:
+                    out[p + part + ".weight"] = w[row:row + n]
+                    row += n
+        return out
+
     # -- forward -------------------------------------------------------------
+
+    def _check_length(self, T):
+        if self.full_window is not None and int(self.full_window) < T:
+            raise UnsupportedError("sequence length %d exceeds sliding_window %d; sliding-window "
+                                   "attention is not implemented by this reference for %s"
+                                   % (T, int(self.full_window), self.model_type))
 
     def _norm(self, x, weight):
         return rms_norm(x, weight + self.norm_offset, self.eps)
 
-    def _attention(self, L, h, cos, sin, cache_dtype, window):
+    def _attention(self, L, h, cos, sin, cache_dtype, window, use_rope=True):
         T = h.shape[0]
         H, KV, D = self.n_heads, self.n_kv, self.head_dim
         q = h @ L["q"].T
@@ -380,8 +417,9 @@ class Model:
         if self.qk_norm:
             q = self._norm(q, L["q_norm"])
             k = self._norm(k, L["k_norm"])
-        q = apply_rope(q, cos, sin)
-        k = apply_rope(k, cos, sin)
+        if use_rope:
+            q = apply_rope(q, cos, sin)
+            k = apply_rope(k, cos, sin)
         k = round_to_dtype(k, cache_dtype)
         v = round_to_dtype(v, cache_dtype)
         rep = H // KV
@@ -424,27 +462,33 @@ class Model:
         for t in tokens:
             if t < 0 or t >= self.vocab:
                 raise UnsupportedError("token id %d out of range [0, %d)" % (t, self.vocab))
-        global_rope = rope_cos_sin(np.arange(T), self.inv_freq)
-        local_rope = rope_cos_sin(np.arange(T), self.local_inv_freq)
+        self._check_length(T)
+        inv_freq, attention_factor = rope_parameters(self.rotary_dim, self.rope_theta, self.rope_scaling,
+                                                     self.config, seq_len=T)
+        global_rope = rope_cos_sin(np.arange(T), inv_freq, attention_factor)
+        local_rope = global_rope
+        if self.local_rope is not None:
+            local_rope = rope_cos_sin(np.arange(T), rope_parameters(self.rotary_dim, self.local_rope)[0])
         x = self.embed[np.asarray(tokens, dtype=np.int64)] * self.embed_scale
-        for L, sliding in zip(self.layers, self.sliding):
+        for i, (L, sliding) in enumerate(zip(self.layers, self.sliding)):
             cos, sin = local_rope if sliding else global_rope
             window = self.sliding_window if sliding else None
+            use_rope = self.use_rope is None or self.use_rope[i]
             h = self._norm(x, L["in_norm"])
-            a = self._attention(L, h, cos, sin, cache_dtype, window)
+            a = self._attention(L, h, cos, sin, cache_dtype, window, use_rope)
             if self.gemma:
                 x = x + self._norm(a, L["post_norm"])
                 x = x + self._norm(self._mlp(L, self._norm(x, L["pre_ff_norm"])), L["post_ff_norm"])
             else:
-                x = x + a
-                x = x + self._mlp(L, self._norm(x, L["post_norm"]))
+                x = x + a * self.residual_multiplier
+                x = x + self._mlp(L, self._norm(x, L["post_norm"])) * self.residual_multiplier
         return self._norm(x, self.final_norm)
 
     def logits(self, tokens, cache_dtype="float32", last_only=False):
         h = self.hidden_states(tokens, cache_dtype)
         if last_only:
             h = h[-1:]
-        return h @ self.lm_head.T
+        return (h @ self.lm_head.T) / self.logits_scaling
 
 
 def log_softmax(logits):
@@ -495,14 +539,18 @@ def parse_token_list(text):
 
 
 def run(argv=None):
-    ap = argparse.ArgumentParser(
-        description="NumPy reference forward pass for HF llama/mistral/qwen2/qwen3/gemma3_text checkpoints")
+    ap = argparse.ArgumentParser(description="NumPy reference forward pass for HF "
+                                 "llama/mistral/qwen2/qwen3/phi3/smollm3/granite/gemma3_text checkpoints")
     ap.add_argument("checkpoint", help="checkpoint folder (config.json + safetensors)")
     ap.add_argument("--tokens", required=True, help="comma-separated prompt token ids")
     ap.add_argument("--steps", type=int, default=0, help="greedy decoding steps (default 0)")
     ap.add_argument("--cache-dtype", choices=("float32", "float16"), default="float32",
                     help="precision K/V are rounded to before attention (default float32: no rounding)")
     ap.add_argument("--perplexity-tokens", help="file of whitespace-separated token ids")
+    ap.add_argument("--quantize", choices=("int8", "int4"),
+                    help="quantize-dequantize the 2-D weights as hfstatic's int8/int4 programs hold them")
+    ap.add_argument("--group-size", type=int, default=32, choices=(32, 64, 128),
+                    help="input features per quantization scale (default 32)")
     ap.add_argument("--out", required=True, help="output JSON path")
     args = ap.parse_args(argv)
     if args.steps < 0:
@@ -512,8 +560,12 @@ def run(argv=None):
     if not prompt:
         raise UnsupportedError("--tokens is empty")
     config, weights = load_checkpoint(args.checkpoint)
+    if args.quantize:
+        weights = quantize_weights(weights, args.quantize, args.group_size)
     model = Model(config, weights)
     del weights
+    # Fail early if greedy decoding would outgrow a window this reference does not implement.
+    model._check_length(len(prompt) + max(args.steps - 1, 0))
 
     prompt_logits = model.logits(prompt, args.cache_dtype)
     chosen, rows = greedy(model, prompt, args.steps, args.cache_dtype)

@@ -4,7 +4,7 @@
 The folder holds config.json and either model.safetensors or two shards
 model-00001-of-00002.safetensors / model-00002-of-00002.safetensors with
 model.safetensors.index.json, using the tensor names Hugging Face uses for
-llama / mistral / qwen2 / qwen3. NumPy only.
+llama / mistral / qwen2 / qwen3 / phi3 / smollm3 / granite. NumPy only.
 
 Example:
     make_tiny_checkpoint.py OUT_DIR --model-type qwen3 --dtype BF16 --shards 2
@@ -75,10 +75,11 @@ def make_config(model_type="llama", hidden_size=64, intermediate_size=128, num_h
                 rms_norm_eps=1e-6, rope_theta=10000.0, rope_scaling=None,
                 tie_word_embeddings=False, attention_bias=False, dtype="F32",
                 max_position_embeddings=2048, sliding_window=None, use_sliding_window=False,
-                max_window_layers=None, sliding_window_pattern=6, query_pre_attn_scalar=None):
+                max_window_layers=None, sliding_window_pattern=6, query_pre_attn_scalar=None, extra=None):
     cfg = {
         "architectures": [{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
-                           "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
+                           "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
+                           "smollm3": "SmolLM3ForCausalLM", "granite": "GraniteForCausalLM",
                            "gemma3_text": "Gemma3ForCausalLM"}.get(model_type, "Unknown")],
         "model_type": model_type,
         "hidden_size": hidden_size,
@@ -98,7 +99,7 @@ def make_config(model_type="llama", hidden_size=64, intermediate_size=128, num_h
     }
     if head_dim is not None or model_type in ("qwen3", "gemma3_text"):
         cfg["head_dim"] = head_dim if head_dim is not None else hidden_size // num_attention_heads
-    if model_type in ("llama", "qwen3"):
+    if model_type in ("llama", "qwen3", "smollm3", "granite"):
         cfg["attention_bias"] = attention_bias
     if model_type in ("qwen2", "qwen3"):
         cfg["use_sliding_window"] = use_sliding_window
@@ -111,10 +112,11 @@ def make_config(model_type="llama", hidden_size=64, intermediate_size=128, num_h
                     "sliding_window_pattern": sliding_window_pattern, "rope_local_base_freq": 10000.0,
                     "query_pre_attn_scalar": query_pre_attn_scalar or cfg["head_dim"],
                     "final_logit_softcapping": None, "attn_logit_softcapping": None, "attention_bias": False})
-    if model_type == "mistral":
+    if model_type in ("mistral", "phi3"):
         cfg["sliding_window"] = sliding_window
     if rope_scaling is not None:
         cfg["rope_scaling"] = rope_scaling
+    cfg.update(extra or {})  # family fields: partial_rotary_factor, no_rope_layers, multipliers, ...
     return cfg
 
 
@@ -163,6 +165,13 @@ def make_weights(cfg, seed=0):
         w[p + "mlp.gate_proj.weight"] = lin(I, E)
         w[p + "mlp.up_proj.weight"] = lin(I, E)
         w[p + "mlp.down_proj.weight"] = lin(E, I)
+    if mt == "phi3":  # fused as Phi-3 stores them: rows q, k, v and gate, up
+        for i in range(cfg["num_hidden_layers"]):
+            p = "model.layers.%d." % i
+            w[p + "self_attn.qkv_proj.weight"] = np.concatenate(
+                [w.pop(p + "self_attn.%s_proj.weight" % n) for n in "qkv"], axis=0)
+            w[p + "mlp.gate_up_proj.weight"] = np.concatenate(
+                [w.pop(p + "mlp.gate_proj.weight"), w.pop(p + "mlp.up_proj.weight")], axis=0)
     w["model.norm.weight"] = norm(E)
     if not cfg.get("tie_word_embeddings", False):
         w["lm_head.weight"] = lin(V, E)
@@ -205,7 +214,8 @@ def make_tiny_checkpoint(out_dir, dtype="F32", shards=1, seed=0, **config_kwargs
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out_dir")
-    ap.add_argument("--model-type", default="llama", choices=("llama", "mistral", "qwen2", "qwen3"))
+    ap.add_argument("--model-type", default="llama",
+                    choices=("llama", "mistral", "qwen2", "qwen3", "phi3", "smollm3", "granite"))
     ap.add_argument("--hidden-size", type=int, default=64)
     ap.add_argument("--intermediate-size", type=int, default=128)
     ap.add_argument("--layers", type=int, default=2)

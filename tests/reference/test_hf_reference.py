@@ -34,12 +34,15 @@ def _norm(v, w, eps):
     return w * (v / math.sqrt(float(np.dot(v, v)) / v.size + eps))
 
 
-def _rotate(v, pos, freqs):
-    half = v.size // 2
-    a, b = v[:half], v[half:]
-    c = np.array([math.cos(pos * f) for f in freqs])
-    s = np.array([math.sin(pos * f) for f in freqs])
-    return np.concatenate([a * c - b * s, b * c + a * s])
+def _rotate(v, pos, freqs, factor=1.0):
+    """Rotates the first 2 * len(freqs) values of v in pairs (i, i + len(freqs)); the rest pass."""
+    half = len(freqs)
+    out = v.copy()
+    for i, f in enumerate(freqs):
+        c, s = math.cos(pos * f) * factor, math.sin(pos * f) * factor
+        out[i] = v[i] * c - v[i + half] * s
+        out[i + half] = v[i + half] * c + v[i] * s
+    return out
 
 
 def _layer_window(cfg, layer):
@@ -57,7 +60,21 @@ def _layer_window(cfg, layer):
     return None
 
 
-def incremental_logits(cfg, w, tokens, inv_freq=None, fp16_cache=False):
+def _layer_weight(w, p, name, rows):
+    """The [rows] of a projection, from phi3's fused qkv_proj / gate_up_proj when the layer has one."""
+    fused = {"q_proj": ("self_attn.qkv_proj", 0), "k_proj": ("self_attn.qkv_proj", 1),
+             "v_proj": ("self_attn.qkv_proj", 2), "gate_proj": ("mlp.gate_up_proj", 0),
+             "up_proj": ("mlp.gate_up_proj", 1)}
+    full = p + ("self_attn." if name in ("q_proj", "k_proj", "v_proj") else "mlp.") + name + ".weight"
+    if full in w:
+        return w[full]
+    tensor, index = fused[name]
+    whole = w[p + tensor + ".weight"]
+    start = sum(rows[:index])
+    return whole[start:start + rows[index]]
+
+
+def incremental_logits(cfg, w, tokens, inv_freq=None, fp16_cache=False, attention_factor=1.0):
     mt = cfg["model_type"]
     gemma = mt == "gemma3_text"
     E = cfg["hidden_size"]
@@ -76,9 +93,19 @@ def incremental_logits(cfg, w, tokens, inv_freq=None, fp16_cache=False):
     qkv_bias = mt == "qwen2" or cfg.get("attention_bias", False)
     o_bias = mt != "qwen2" and cfg.get("attention_bias", False)
     qk_norm = mt in ("qwen3", "gemma3_text")
-    scale = cfg["query_pre_attn_scalar"] ** -0.5 if gemma else 1.0 / math.sqrt(D)
     tied = cfg.get("tie_word_embeddings", gemma)
     head = w["model.embed_tokens.weight"] if tied else w["lm_head.weight"]
+    granite = mt == "granite"
+    emb_mult = cfg.get("embedding_multiplier", 1.0) if granite else 1.0
+    if gemma:
+        emb_mult = float(np.float32(math.sqrt(E)))
+    res_mult = cfg.get("residual_multiplier", 1.0) if granite else 1.0
+    logits_div = cfg.get("logits_scaling", 1.0) if granite else 1.0
+    scale = cfg.get("attention_multiplier", 1.0) if granite else 1.0 / math.sqrt(D)
+    if gemma:
+        scale = cfg["query_pre_attn_scalar"] ** -0.5
+    nope = [v == 0 for v in cfg.get("no_rope_layers", [])] if mt == "smollm3" else []
+    F = cfg["intermediate_size"]
     k_cache = [[[] for _ in range(KV)] for _ in range(n_layers)]
     v_cache = [[[] for _ in range(KV)] for _ in range(n_layers)]
 
@@ -95,15 +122,20 @@ def incremental_logits(cfg, w, tokens, inv_freq=None, fp16_cache=False):
 
     rows = []
     for pos, tok in enumerate(tokens):
-        x = w["model.embed_tokens.weight"][tok] * (float(np.float32(math.sqrt(E))) if gemma else 1.0)
+        x = w["model.embed_tokens.weight"][tok] * emb_mult
         for li in range(n_layers):
             p = "model.layers.%d." % li
             window = _layer_window(cfg, li)
-            freqs = local_freq if window is not None else inv_freq
+            local = gemma and window is not None  # gemma's local layers: their own base, no scaling
+            freqs = local_freq if local else inv_freq
+            factor = 1.0 if local else attention_factor
+            if li < len(nope) and nope[li]:
+                freqs = []
+            qkv_rows = [H * D, KV * D, KV * D]
             h = norm(x, p + "input_layernorm.weight")
-            q = w[p + "self_attn.q_proj.weight"].dot(h)
-            k = w[p + "self_attn.k_proj.weight"].dot(h)
-            v = w[p + "self_attn.v_proj.weight"].dot(h)
+            q = _layer_weight(w, p, "q_proj", qkv_rows).dot(h)
+            k = _layer_weight(w, p, "k_proj", qkv_rows).dot(h)
+            v = _layer_weight(w, p, "v_proj", qkv_rows).dot(h)
             if qkv_bias:
                 q = q + w[p + "self_attn.q_proj.bias"]
                 k = k + w[p + "self_attn.k_proj.bias"]
@@ -112,14 +144,14 @@ def incremental_logits(cfg, w, tokens, inv_freq=None, fp16_cache=False):
                 kj = k[j * D:(j + 1) * D]
                 if qk_norm:
                     kj = norm(kj, p + "self_attn.k_norm.weight")
-                k_cache[li][j].append(store(_rotate(kj, pos, freqs)))
+                k_cache[li][j].append(store(_rotate(kj, pos, freqs, factor if len(freqs) else 1.0)))
                 v_cache[li][j].append(store(v[j * D:(j + 1) * D]))
             attn = np.zeros(H * D)
             for a in range(H):
                 qa = q[a * D:(a + 1) * D]
                 if qk_norm:
                     qa = norm(qa, p + "self_attn.q_norm.weight")
-                qa = _rotate(qa, pos, freqs)
+                qa = _rotate(qa, pos, freqs, factor if len(freqs) else 1.0)
                 first = 0 if window is None else max(0, pos + 1 - window)
                 keys = k_cache[li][a // group][first:]
                 vals = v_cache[li][a // group][first:]
@@ -137,13 +169,13 @@ def incremental_logits(cfg, w, tokens, inv_freq=None, fp16_cache=False):
                 x = x + norm(o, p + "post_attention_layernorm.weight")
                 h = norm(x, p + "pre_feedforward_layernorm.weight")
             else:
-                x = x + o
+                x = x + o * res_mult
                 h = norm(x, p + "post_attention_layernorm.weight")
-            g = w[p + "mlp.gate_proj.weight"].dot(h)
-            u = w[p + "mlp.up_proj.weight"].dot(h)
+            g = _layer_weight(w, p, "gate_proj", [F, F]).dot(h)
+            u = _layer_weight(w, p, "up_proj", [F, F]).dot(h)
             d = w[p + "mlp.down_proj.weight"].dot(act(g) * u)
-            x = x + (norm(d, p + "post_feedforward_layernorm.weight") if gemma else d)
-        rows.append(head.dot(norm(x, "model.norm.weight")))
+            x = x + (norm(d, p + "post_feedforward_layernorm.weight") if gemma else d * res_mult)
+        rows.append(head.dot(norm(x, "model.norm.weight")) / logits_div)
     return np.array(rows)
 
 
@@ -392,6 +424,93 @@ class ForwardTest(Base):
         h = m.hidden_states([1, 2, 3])
         np.testing.assert_array_equal(m.logits([1, 2, 3]), h @ stored["model.embed_tokens.weight"].T)
 
+# Families beyond llama's layout, with the constants of their configs worked out here.
+PHI3_LONGROPE = {"type": "longrope", "short_factor": [1.0, 1.25, 1.5, 2.0, 3.0, 4.0],
+                 "long_factor": [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]}
+PHI3_EXTRA = {"partial_rotary_factor": 0.75, "original_max_position_embeddings": 8, "rope_scaling": PHI3_LONGROPE}
+GRANITE_EXTRA = {"embedding_multiplier": 12.0, "residual_multiplier": 0.22, "attention_multiplier": 0.05,
+                 "logits_scaling": 2.5}
+
+
+class FamilyTest(Base):
+    def test_incremental_matches_full_sequence(self):
+        toks = [3, 17, 250, 42, 42, 0]  # 6 <= original_max_position_embeddings 8: short factors
+        D, R = 16, 12
+        # phi3: max 64 / original 8 = factor 8, attention factor sqrt(1 + ln 8 / ln 8) = sqrt(2).
+        short = [10000.0 ** (-(2.0 * i) / R) / f for i, f in enumerate(PHI3_LONGROPE["short_factor"])]
+        plain = [10000.0 ** (-(2.0 * i) / D) for i in range(D // 2)]
+        variants = [
+            (dict(model_type="phi3", max_position_embeddings=64, extra=PHI3_EXTRA, tie_word_embeddings=True),
+             short, math.sqrt(2.0)),
+            (dict(model_type="smollm3", num_hidden_layers=3, extra={"no_rope_layers": [1, 0, 1]}), plain, 1.0),
+            (dict(model_type="granite", extra=GRANITE_EXTRA), plain, 1.0),
+        ]
+        for kw, freqs, factor in variants:
+            with self.subTest(model_type=kw["model_type"]):
+                d, cfg, stored = self.ckpt(seed=13, **kw)
+                full = self.model(d).logits(toks)
+                inc = incremental_logits(cfg, stored, toks, inv_freq=freqs, attention_factor=factor)
+                self.assertLess(np.abs(full - inc).max(), 1e-9)
+                self.assertGreater(np.abs(full[0] - full[-1]).max(), 1e-2)
+
+    def test_phi3_fused_projections_equal_llama_split_ones(self):
+        toks = [5, 6, 7, 200, 31]
+        d1, cfg, stored = self.ckpt(model_type="llama", seed=3)
+        fused = dict(stored)
+        for i in range(cfg["num_hidden_layers"]):
+            p = "model.layers.%d." % i
+            fused[p + "self_attn.qkv_proj.weight"] = np.concatenate(
+                [fused.pop(p + "self_attn.%s_proj.weight" % n) for n in "qkv"])
+            fused[p + "mlp.gate_up_proj.weight"] = np.concatenate(
+                [fused.pop(p + "mlp.gate_proj.weight"), fused.pop(p + "mlp.up_proj.weight")])
+        d2, _, _ = self.ckpt(model_type="phi3", weights=fused)
+        np.testing.assert_array_equal(self.model(d2).logits(toks), self.model(d1).logits(toks))
+        # gate and up swapped must differ: the first half of gate_up_proj is the gate.
+        swapped = dict(fused)
+        for i in range(cfg["num_hidden_layers"]):
+            key = "model.layers.%d.mlp.gate_up_proj.weight" % i
+            half = swapped[key].shape[0] // 2
+            swapped[key] = np.concatenate([swapped[key][half:], swapped[key][:half]])
+        d3, _, _ = self.ckpt(model_type="phi3", weights=swapped)
+        self.assertGreater(np.abs(self.model(d3).logits(toks) - self.model(d1).logits(toks)).max(), 1e-6)
+
+    def test_smollm3_rope_layers(self):
+        toks = [9, 8, 7, 6, 5, 4]
+        d1, _, w = self.ckpt(model_type="llama", num_hidden_layers=3, seed=8)
+        d2, _, _ = self.ckpt(model_type="smollm3", num_hidden_layers=3, weights=w, extra={"no_rope_layers": [1, 1, 1]})
+        np.testing.assert_array_equal(self.model(d2).logits(toks), self.model(d1).logits(toks))
+        # The default interval 3 makes layer 2 go without rope, as the explicit list does.
+        d3, _, _ = self.ckpt(model_type="smollm3", num_hidden_layers=3, weights=w, extra={"no_rope_layer_interval": 3})
+        d4, _, _ = self.ckpt(model_type="smollm3", num_hidden_layers=3, weights=w, extra={"no_rope_layers": [1, 1, 0]})
+        self.assertEqual(self.model(d3).use_rope, [True, True, False])
+        np.testing.assert_array_equal(self.model(d3).logits(toks), self.model(d4).logits(toks))
+        self.assertGreater(np.abs(self.model(d4).logits(toks) - self.model(d1).logits(toks)).max(), 1e-6)
+
+    def test_granite_multipliers(self):
+        toks = [1, 2, 3, 4, 100]
+        d1, cfg, w = self.ckpt(model_type="llama", seed=6)
+        D = cfg["hidden_size"] // cfg["num_attention_heads"]
+        neutral = {"embedding_multiplier": 1.0, "residual_multiplier": 1.0, "attention_multiplier": D ** -0.5,
+                   "logits_scaling": 1.0}
+        d2, _, _ = self.ckpt(model_type="granite", weights=w, extra=neutral)
+        base = self.model(d1).logits(toks)
+        self.assertLess(np.abs(self.model(d2).logits(toks) - base).max(), 1e-12)
+        d3, _, _ = self.ckpt(model_type="granite", weights=w, extra=dict(neutral, logits_scaling=4.0))
+        self.assertLess(np.abs(self.model(d3).logits(toks) * 4.0 - base).max(), 1e-12)
+        for key, value in (("embedding_multiplier", 3.0), ("residual_multiplier", 0.5), ("attention_multiplier", 1.0)):
+            d4, _, _ = self.ckpt(model_type="granite", weights=w, extra=dict(neutral, **{key: value}))
+            self.assertGreater(np.abs(self.model(d4).logits(toks) - base).max(), 1e-6, key)
+
+    def test_phi3_sliding_window_and_fused_shape_errors(self):
+        d, _, _ = self.ckpt(model_type="phi3", sliding_window=4)
+        with self.assertRaises(ref.UnsupportedError):
+            self.model(d).logits([1, 2, 3, 4, 5])
+        self.assertEqual(self.model(d).logits([1, 2, 3, 4]).shape[0], 4)
+        cfg, w = ref.load_checkpoint(d)
+        w["model.layers.0.self_attn.qkv_proj.weight"] = w["model.layers.0.self_attn.qkv_proj.weight"][:-1]
+        with self.assertRaisesRegex(ref.UnsupportedError, "qkv_proj"):
+            ref.Model(cfg, w)
+
 
 class CliTest(Base):
     def run_cli(self, d, *extra):
@@ -465,7 +584,7 @@ class CliTest(Base):
         with open(os.path.join(d, "config.json"), "w") as f:
             json.dump(c, f)
         cases.append((d, "model_type", "1,2,3"))
-        d, _, _ = self.ckpt(model_type="llama", rope_scaling={"rope_type": "yarn", "factor": 4.0})
+        d, _, _ = self.ckpt(model_type="llama", rope_scaling={"rope_type": "ntk-by-parts", "factor": 4.0})
         cases.append((d, "rope_scaling", "1,2,3"))
         d, _, _ = self.ckpt(model_type="llama", vocab_size=256)
         cases.append((d, "out of range", "1,2,256"))

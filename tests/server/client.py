@@ -329,6 +329,10 @@ def c_bad(a):
         ("chat n > 1", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "n": 3}, None, 400),
         ("chat past the context", "/v1/chat/completions", {"messages": [{"role": "user", "content": long_prompt}]}, None, 400),
         ("body over 1 MiB", "/v1/completions", None, json.dumps({"prompt": "x" * (1 << 20)}), 413),
+        ("tool without a name", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
+                                                         "tools": [{"type": "function", "function": {}}]}, None, 400),
+        ("tool message without an id", "/v1/chat/completions",
+         {"messages": [{"role": "tool", "content": "18 C"}]}, None, 400),
     ]
     seen = {}
     for name, path, body, raw, want in cases:
@@ -339,6 +343,17 @@ def c_bad(a):
         status, _, payload = request(method, path)
         check_error(status, payload, want, name)
         seen[name] = {"status": status}
+    # Tools, a tool round trip and template arguments render (the template ignores what it does not read).
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+    call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+    messages = [{"role": "user", "content": "Weather?"},
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "18 C"}]
+    status, _, resp = request("POST", "/v1/chat/completions",
+                              {"messages": messages, "tools": [tool], "tool_choice": "auto", "max_tokens": 2,
+                               "documents": [{"text": "d"}], "chat_template_kwargs": {"enable_thinking": False}})
+    expect(status == 200, f"chat with tools: status {status}: {resp}")
+    seen["chat with tools"] = {"status": status}
     # still serving
     completion("still alive", 4)
     return seen

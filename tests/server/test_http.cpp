@@ -173,6 +173,9 @@ TEST(ServerHttp, BadRequestsGetOpenAIErrors) {
   EXPECT_EQ(r.result["body over 1 MiB"]["status"], 413);
   EXPECT_EQ(r.result["malformed json"]["code"], "invalid_json");
   EXPECT_EQ(r.result["unknown field"]["param"], "frobnicate");
+  EXPECT_EQ(r.result["tool without a name"]["param"], "tools[0].function.name");
+  EXPECT_EQ(r.result["tool message without an id"]["param"], "messages[0].tool_call_id");
+  EXPECT_EQ(r.result["chat with tools"]["status"], 200);
 }
 
 TEST(ServerHttp, BodiesOfUnknownSizeAreRefusedAndErrorsEchoNoBody) {

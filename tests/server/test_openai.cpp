@@ -1,6 +1,8 @@
 // Request validation and response / SSE formatting of the OpenAI-compatible server.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "server/openai.h"
 
 namespace hfstatic::server {
@@ -84,6 +86,76 @@ TEST(ServerRequest, ChatMessages) {
   EXPECT_EQ(r.config.max_new_tokens, 512);
 }
 
+TEST(ServerRequest, ToolsDocumentsAndTemplateArgumentsReachTheTemplate) {
+  const std::string body = R"({"messages": [
+      {"role": "user", "content": "Weather in Paris?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "call1", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"a\": 1}"}}]},
+      {"role": "tool", "tool_call_id": "call1", "content": "18 C"}],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"z": {"type": "string"}, "a": {"type": "string"}}}}}],
+    "tool_choice": "auto", "parallel_tool_calls": false,
+    "documents": [{"title": "T", "text": "D"}],
+    "chat_template_kwargs": {"enable_thinking": false, "custom": [1]}})";
+  const CompletionRequest r = parse_completion_request(body, Endpoint::ChatCompletions, kLimits);
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_TRUE(r.messages[1].content_null);
+  EXPECT_EQ(r.messages[1].content, "");
+  // The arguments string became a mapping, in the client's key order.
+  EXPECT_EQ(r.messages[1].fields["tool_calls"][0]["function"]["arguments"].dump(), R"({"city":"Paris","a":1})");
+  EXPECT_EQ(r.messages[2].role, "tool");
+  EXPECT_EQ(r.messages[2].fields["tool_call_id"], "call1");
+  EXPECT_FALSE(r.messages[0].content_null);
+  EXPECT_TRUE(r.messages[0].fields.is_null());
+  EXPECT_EQ(r.template_context["tools"][0]["function"]["parameters"]["properties"].dump(),
+            R"({"z":{"type":"string"},"a":{"type":"string"}})");
+  EXPECT_EQ(r.template_context["documents"][0]["text"], "D");
+  EXPECT_EQ(r.template_context["enable_thinking"], false);
+  EXPECT_EQ(r.template_context["custom"][0], 1);
+  EXPECT_FALSE(r.template_context.contains("tool_choice"));
+  // Without them the context is empty.
+  EXPECT_TRUE(parse({{"messages", json::array({{{"role", "user"}, {"content", "x"}}})}}, Endpoint::ChatCompletions)
+                  .template_context.empty());
+}
+
+TEST(ServerRequest, ToolFieldRejectionsNameTheField) {
+  const Endpoint H = Endpoint::ChatCompletions;
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": 5})", "tools", "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {}}]})",
+       "tools[0].function.name", "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "retrieval"}]})", "tools[0].type",
+       "invalid_value"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f",
+          "parameters": 3}}]})",
+       "tools[0].function.parameters", "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "always"})", "tool_choice", "invalid_value"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "documents": [3]})", "documents[0]", "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": []})", "chat_template_kwargs",
+       "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"messages": []}})",
+       "chat_template_kwargs.messages", "invalid_value"},
+      {R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].tool_call_id", "missing_required_parameter"},
+      {R"({"messages": [{"role": "tool", "content": "x", "tool_call_id": 5}]})", "messages[0].tool_call_id",
+       "invalid_type"},
+      {R"({"messages": [{"role": "user", "content": "x", "tool_call_id": "a"}]})", "messages[0].tool_call_id",
+       "unknown_parameter"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": 1}]})", "messages[0].tool_calls", "invalid_type"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f",
+          "arguments": "{not json"}}]}]})",
+       "messages[0].tool_calls[0].function.arguments", "invalid_value"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}]})",
+       "messages[0].tool_calls[0].function.arguments", "missing_required_parameter"},
+      {R"({"messages": [{"role": "assistant"}]})", "messages[0].content", "missing_required_parameter"},
+  };
+  for (const auto& [body, param, code] : cases) {
+    ApiError e = error_of(body, H);
+    EXPECT_EQ(e.status, 400) << body;
+    EXPECT_EQ(e.param, param) << body << ": " << e.message;
+    EXPECT_EQ(e.code, code) << body << ": " << e.message;
+  }
+}
+
 TEST(ServerRequest, Rejections) {
   struct Case {
     std::string body;
@@ -139,7 +211,7 @@ TEST(ServerRequest, Rejections) {
        "unknown_parameter"},
       {R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", H, "n", "invalid_value"},
       {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true})", H, "logprobs", "invalid_value"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "tools": []})", H, "tools", "unknown_parameter"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": []})", H, "tools", "invalid_value"},
       {R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})", H,
        "response_format", "invalid_value"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": 1000})", H, "max_completion_tokens",

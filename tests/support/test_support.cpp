@@ -105,7 +105,7 @@ CommandResult run_cli(const std::vector<std::string>& args, const std::string& s
 }
 
 nlohmann::json reference(const std::string& checkpoint, const std::vector<int64_t>& tokens, int steps,
-                         const std::string& cache_dtype) {
+                         const std::string& cache_dtype, const std::vector<std::string>& extra) {
   TempDir dir("ref");
   std::string list;
   for (size_t i = 0; i < tokens.size(); ++i) list += (i ? "," : "") + std::to_string(tokens[i]);
@@ -113,7 +113,9 @@ nlohmann::json reference(const std::string& checkpoint, const std::vector<int64_
   std::string cmd = cat(shell_quote(HFSTATIC_PYTHON), " ",
                         shell_quote(std::string(HFSTATIC_SOURCE_DIR) + "/tests/reference/hf_reference.py"), " ",
                         shell_quote(checkpoint), " --tokens ", list, " --steps ", steps, " --cache-dtype ", cache_dtype,
-                        " --out ", shell_quote(out), " 2>", shell_quote(dir.file("err")));
+                        " --out ", shell_quote(out));
+  for (const auto& flag : extra) cmd += " " + shell_quote(flag);
+  cmd += " 2>" + shell_quote(dir.file("err"));
   int status = std::system(cmd.c_str());
   if (status != 0) fail("reference failed (", status, "): ", read_text_file(dir.file("err")));
   return nlohmann::json::parse(read_text_file(out));

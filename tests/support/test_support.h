@@ -33,9 +33,10 @@ std::string cached_checkpoint(const std::string& preset, uint64_t seed = 1, uint
 std::string export_to(const std::string& checkpoint, const std::string& path, const GraphOptions& options,
                       std::optional<DType> weights_dtype = std::nullopt);
 
-// Runs tests/reference/hf_reference.py on a checkpoint; returns its JSON output.
+// Runs tests/reference/hf_reference.py on a checkpoint (with `extra` flags, e.g. --quantize
+// int4); returns its JSON output.
 nlohmann::json reference(const std::string& checkpoint, const std::vector<int64_t>& tokens, int steps,
-                         const std::string& cache_dtype = "float32");
+                         const std::string& cache_dtype = "float32", const std::vector<std::string>& extra = {});
 
 struct CommandResult {
   int exit_code;

@@ -1,5 +1,6 @@
 // Hostile tokenizer files: ids that would make loading allocate gigabytes, chat templates of the
-// wrong type, paths that are not regular files, and messages that are not UTF-8.
+// wrong type, paths that are not regular files, messages that are not UTF-8, regexes that would
+// run for hours, and broken WordPiece / Unigram / Precompiled data.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -94,6 +95,87 @@ TEST(TokenizerHostile, MessagesThatAreNotUtf8ReadAsReplacementCharacters) {
   EXPECT_EQ(apply_chat_template(tok, {{"system", "be \xff"}, {"user", "a\xc3(b\xe2\x82"}}, true),
             "[system]be \xEF\xBF\xBD[user]a\xEF\xBF\xBD(b\xEF\xBF\xBD");
   EXPECT_EQ(render_chat_template("{{ m }}", nlohmann::json{{"m", "\xfe!"}}), "\xEF\xBF\xBD!");
+}
+
+// The tiny tokenizer with its ByteLevel pre-tokenizer replaced by a Split on `regex`.
+std::string with_split_regex(const std::string& regex) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(test::tiny_tokenizer_json());
+  j["pre_tokenizer"] = {
+      {"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}};
+  return j.dump();
+}
+
+TEST(TokenizerHostile, RegexesAreBoundedInSizeNestingAndSteps) {
+  EXPECT_THAT(load_error(with_split_regex("(a{1000}){1000}")), HasSubstr("over 50000 instructions"));
+  EXPECT_THAT(load_error(with_split_regex(std::string(5000, '(') + "a" + std::string(5000, ')'))),
+              HasSubstr("nesting deeper than 100 groups"));
+  EXPECT_THAT(load_error(with_split_regex("a{1000001}")), HasSubstr("repetition count above 1000"));
+  EXPECT_THAT(load_error(with_split_regex(std::string(100000, '[') + "a" + std::string(100000, ']'))),
+              HasSubstr("character classes nested deeper than 100"));
+  // Each match of `a*b|a` on a run of a's scans the rest of the run: quadratic, so the search
+  // stops at its step budget with an error instead of running for minutes.
+  const Tokenizer quadratic = Tokenizer::from_json(with_split_regex("a*b|a"), "");
+  try {
+    quadratic.encode(std::string(300000, 'a'), false);
+    ADD_FAILURE() << "the step budget did not stop the search";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("step budget"));
+    EXPECT_THAT(e.what(), HasSubstr("a*b|a"));
+  }
+  // The same text under a pattern of real files is linear and well inside the budget.
+  const Tokenizer linear = Tokenizer::from_json(with_split_regex(R"(\p{N}{1,3}|\s+(?!\S)|\s+|[^\s\p{N}]+)"), "");
+  EXPECT_NO_THROW(linear.encode(std::string(300000, 'h') + std::string(300000, ' ') + "1", false));
+  EXPECT_EQ(linear.encode("hello 1", false), (std::vector<int32_t>{11}));  // only "hello" is in the vocabulary
+}
+
+TEST(TokenizerHostile, BrokenWordPieceAndUnigramModelsAreRefused) {
+  EXPECT_THAT(load_error(R"({"model": {"type": "WordPiece", "unk_token": "[UNK]", "vocab": {"a": 0}}})"),
+              HasSubstr("model.unk_token \"[UNK]\" is not in the vocabulary"));
+  EXPECT_THAT(load_error(R"({"model": {"type": "WordPiece", "unk_token": "u", "vocab": {"u": 0},
+                                      "max_input_chars_per_word": -1}})"),
+              HasSubstr("max_input_chars_per_word"));
+  EXPECT_THAT(load_error(R"({"model": {"type": "Unigram", "vocab": {"a": 0}}})"), HasSubstr("[piece, score]"));
+  EXPECT_THAT(load_error(R"({"model": {"type": "Unigram", "vocab": [["a", "x"]]}})"),
+              HasSubstr("model.vocab[0]: expected [piece, score]"));
+  EXPECT_THAT(load_error(R"({"model": {"type": "Unigram", "unk_id": 7, "vocab": [["a", -1]]}})"),
+              HasSubstr("model.unk_id"));
+  // Without unk_id an unknown character cannot be encoded: an error, not a crash.
+  const Tokenizer no_unk = Tokenizer::from_json(R"({"model": {"type": "Unigram", "vocab": [["a", -1]]}})", "");
+  EXPECT_THROW(no_unk.encode("ab", false), Error);
+  // A whole section of a million characters: memory linear in the word, no recursion.
+  const Tokenizer unigram = Tokenizer::from_json(R"({"model": {"type": "Unigram", "unk_id": 0,
+                                                    "vocab": [["<unk>", 0], ["a", -1], ["aa", -1.5]]}})",
+                                                 "");
+  EXPECT_EQ(unigram.encode(std::string(1000000, 'a'), false).size(), 500000u);
+  // A huge max_input_chars_per_word: the search per position is bounded by the longest entry.
+  const Tokenizer wordpiece = Tokenizer::from_json(
+      R"({"model": {"type": "WordPiece", "unk_token": "u", "max_input_chars_per_word": 100000000,
+                    "vocab": {"u": 0, "a": 1, "##a": 2}}})",
+      "");
+  EXPECT_EQ(wordpiece.encode(std::string(1000000, 'a'), false).size(), 1000000u);
+}
+
+TEST(TokenizerHostile, PrecompiledCharsmapIsBoundsChecked) {
+  auto precompiled = [](const std::string& charsmap) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(test::tiny_tokenizer_json());
+    j["normalizer"] = {{"type", "Precompiled"}, {"precompiled_charsmap", charsmap}};
+    return j.dump();
+  };
+  EXPECT_THAT(load_error(precompiled("////AAAA")), HasSubstr("does not fit"));  // trie size 0xFFFFFF
+  EXPECT_THAT(load_error(precompiled("AA")), HasSubstr("shorter than its 4-byte header"));
+  EXPECT_THAT(load_error(precompiled("!!!!")), HasSubstr("invalid base64"));
+  // A trie of 0xFFFFFFFF units whose offsets point anywhere: lookups stay inside the array.
+  std::string blob = std::string("\x40\x00\x00\x00", 4) + std::string(64, '\xFF') + "zz";
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string b64;
+  for (size_t i = 0; i + 2 < blob.size(); i += 3) {
+    const uint32_t v = static_cast<uint32_t>(static_cast<unsigned char>(blob[i])) << 16 |
+                       static_cast<uint32_t>(static_cast<unsigned char>(blob[i + 1])) << 8 |
+                       static_cast<unsigned char>(blob[i + 2]);
+    for (int k = 3; k >= 0; --k) b64 += kAlphabet[(v >> (6 * k)) & 63];
+  }
+  const Tokenizer tok = Tokenizer::from_json(precompiled(b64), "");
+  EXPECT_FALSE(tok.encode("hello \xC3\xA9\xF0\x9F\x98\x80 world", false).empty());
 }
 
 }  // namespace

@@ -85,9 +85,9 @@ TEST(TokenizerUnit, LoadErrorsNameTheProblem) {
   const std::string not_pair = load_error(test::tiny_tokenizer_json("", R"([["h", "e", "l"]])"));
   EXPECT_NE(not_pair.find("merges[0]"), std::string::npos) << not_pair;
   std::string json = test::tiny_tokenizer_json();
-  const std::string unknown_pre = load_error(json.replace(json.find("\"ByteLevel\""), 11, "\"Whitespace\""));
+  const std::string unknown_pre = load_error(json.replace(json.find("\"ByteLevel\""), 11, "\"FixedLength\""));
   EXPECT_NE(unknown_pre.find("pre_tokenizer"), std::string::npos) << unknown_pre;
-  EXPECT_NE(unknown_pre.find("Whitespace"), std::string::npos) << unknown_pre;
+  EXPECT_NE(unknown_pre.find("FixedLength"), std::string::npos) << unknown_pre;
   EXPECT_NE(load_error(test::tiny_tokenizer_json(), "[1]").find("tokenizer_config.json"), std::string::npos);
   EXPECT_THROW(Tokenizer::from_file("/nonexistent/tokenizer.json"), Error);
 }
@@ -97,9 +97,11 @@ TEST(TokenizerUnit, UnsupportedSplitRegexIsAnError) {
   const std::string pre =
       R"({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true})";
   json.replace(json.find(pre), pre.size(),
-               R"J({"type": "Split", "pattern": {"Regex": "[a-z]+(?=x)"}, "behavior": "Isolated", "invert": false})J");
+               R"J({"type": "Split", "pattern": {"Regex": "(?<=x)[a-z]+"}, "behavior": "Isolated", "invert": false})J");
   const std::string err = load_error(json);
   EXPECT_NE(err.find("unsupported Split regex"), std::string::npos) << err;
+  EXPECT_NE(err.find("(?<=x)[a-z]+"), std::string::npos) << err;
+  EXPECT_NE(err.find("lookbehind"), std::string::npos) << err;
 }
 
 TEST(TokenizerUnit, SentencePieceStyleBpeWithByteFallback) {

@@ -18,10 +18,14 @@ const out = {
 for (const model of MODELS) {
   const m = loadModel(model);
   const tok = new Tokenizer(m.tokenizerJson, m.tokenizerConfig);
+  // Hugging Face's Unigram (Rust) fuses consecutive unknown characters into one unk token; this
+  // reference emits one per character, so its runs of unk_id are fused here.
+  const unk = m.tokenizerJson.model.type === "Unigram" ? m.tokenizerJson.model.unk_id : undefined;
+  const fuse = (ids) => (unk === undefined ? ids : ids.filter((id, i) => !(id === unk && ids[i - 1] === unk)));
   const results = cases.map((c) => {
     const text = c.bytes.toString("utf8");
-    const ids = tok.encode(text).ids;
-    const idsPlain = tok.encode(text, { add_special_tokens: false }).ids;
+    const ids = fuse(tok.encode(text).ids);
+    const idsPlain = fuse(tok.encode(text, { add_special_tokens: false }).ids);
     return {
       ids,
       ids_no_special: idsPlain,
@@ -29,6 +33,12 @@ for (const model of MODELS) {
       decode_skip_special: tok.decode(ids, { skip_special_tokens: true }),
     };
   });
-  out.models.push({ name: model.name, tokenizer: m.tokenizerPath, results });
+  const entry = { name: model.name, tokenizer: m.tokenizerPath, results };
+  // Assembled files travel with the output: a cached output must not depend on node_modules.
+  if (model.build) {
+    entry.tokenizer_json = JSON.stringify(m.tokenizerJson);
+    entry.tokenizer_config_json = JSON.stringify(m.tokenizerConfig);
+  }
+  out.models.push(entry);
 }
 process.stdout.write(JSON.stringify(out));

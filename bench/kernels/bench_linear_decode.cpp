@@ -1,0 +1,272 @@
+// Decode-shaped linear products (one row) over float16, int8 and int4 weights: GB/s of weight
+// bytes read (values + scales) against the machine's read pass, for the smollm2-135m matrices
+// one at a time and for a whole decode step's products (30 layers: q/k/v and gate/up as groups
+// with the folded rms_norm, o, down with the folded silu_mul, then the 49152-row lm_head), with
+// the executor's idle prefetch; and the layers' products over a 128-row prompt (the blocked
+// multiply, GFLOP/s). The weights cycle through enough copies that every call reads
+// them from memory. Prints a table; not a test.
+//
+//   bench_linear_decode [--threads 1,2] [--reps 7] [--isa avx2] [--only model|shapes|prefill] [--format int4] [--hot 1]
+//   (--hot 1: the single-matrix shapes from one copy, in cache: the kernels' compute bound)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/bench.h"
+#include "kernels/isa.h"
+#include "kernels/kernels.h"
+#include "kernels/parallel.h"
+#include "kernels/thread_pool.h"
+#include "util/huge_pages.h"
+
+namespace hfstatic {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using kernels::LinearOutput;
+
+struct Format {
+  const char* name;
+  DType type;
+  int64_t group;  // 0: not quantized
+};
+const Format kFormats[] = {
+    {"float16", DType::F16, 0},  {"int8 g32", DType::I8, 32},   {"int8 g128", DType::I8, 128},
+    {"int4 g32", DType::I4, 32}, {"int4 g128", DType::I4, 128},
+};
+
+bool hot = false;
+std::string format_filter;  // --format: only the formats whose name contains it (float16 always runs)
+bool selected(const Format& f) {
+  return f.type == DType::F16 || std::string(f.name).find(format_filter) != std::string::npos;
+}
+
+uint64_t next(uint64_t& s) {
+  s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+  return s;
+}
+
+// Memory advised huge pages, as a program's weights are (MappedFile::open), handed out in order
+// in 64-byte aligned pieces; 2 GiB reserved, touched only as used.
+class Arena {
+ public:
+  Arena() : base_(static_cast<uint8_t*>(std::aligned_alloc(size_t(2) << 20, kBytes)), std::free) {
+    advise_huge_pages(base_.get(), kBytes);
+  }
+  uint8_t* take(int64_t bytes) {
+    uint8_t* p = base_.get() + used_;
+    used_ += (bytes + 63) / 64 * 64;
+    if (used_ > int64_t(kBytes)) std::abort();
+    return p;
+  }
+
+ private:
+  static constexpr size_t kBytes = size_t(2) << 30;
+  std::unique_ptr<uint8_t[], void (*)(void*)> base_;
+  int64_t used_ = 0;
+};
+
+// A matrix [out, in] in a format: random values (float16 in [-0.25, 0.25), int8 in [-127, 127],
+// any nibbles) and float16 scales.
+struct Matrix {
+  uint8_t* w = nullptr;
+  uint16_t* scales = nullptr;
+  int64_t out = 0, in = 0, bytes = 0;
+  Format format{};
+
+  Matrix(Arena& arena, const Format& f, int64_t out_, int64_t in_, uint64_t seed) : out(out_), in(in_), format(f) {
+    const int64_t wb = dtype_bytes(f.type, out * in), sb = f.group ? out * (in / f.group) * 2 : 0;
+    bytes = wb + sb;
+    w = arena.take(wb);
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+    if (f.type == DType::F16) {
+      uint16_t* h = reinterpret_cast<uint16_t*>(w);
+      for (int64_t i = 0; i < out * in; ++i) h[i] = f32_to_f16(float(int64_t(next(s) % 2001) - 1000) / 4000.0f);
+    } else {
+      for (int64_t i = 0; i < wb; ++i) {
+        const uint8_t b = uint8_t(next(s));
+        w[i] = f.type == DType::I8 && b == 0x80 ? 0 : b;
+      }
+    }
+    if (f.group) {
+      scales = reinterpret_cast<uint16_t*>(arena.take(sb));
+      for (int64_t i = 0; i < sb / 2; ++i) scales[i] = f32_to_f16(float(next(s) % 1000 + 1) * 1e-5f);
+    }
+  }
+  LinearOutput output(float* y) const { return {w, format.type, out, nullptr, DType::F32, y, {scales, format.group}}; }
+};
+
+// One call of a decode step: a group of products of the same x, maybe with a folded op.
+struct Call {
+  std::vector<const Matrix*> products;
+  int fold = 0;  // 0 none, 1 rms_norm, 2 silu_mul
+};
+
+// Runs the calls in order, each under the idle prefetch of the next one's first reads, `reps`
+// times through; returns the seconds of the fastest pass.
+double run_calls(const kernels::KernelTable& k, ThreadPool& pool, const std::vector<Call>& calls, int reps,
+                 int64_t rows = 1) {
+  ScopedThreadPool scope(&pool);
+  const int64_t in_max = 1536;
+  std::vector<float> x(size_t(rows * in_max)), up(x.size()), norm(size_t(in_max), 1.0f);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 17) / 17.0f - 0.5f, up[i] = float(i % 13) / 13.0f;
+  int64_t out_max = 0;
+  for (const Call& c : calls)
+    for (const Matrix* m : c.products) out_max = std::max(out_max, m->out);
+  std::vector<std::vector<float>> ys(4, std::vector<float>(size_t(rows * out_max)));
+  std::vector<std::vector<LinearOutput>> outputs(calls.size());
+  for (size_t c = 0; c < calls.size(); ++c)
+    for (size_t i = 0; i < calls[c].products.size(); ++i)
+      outputs[c].push_back(calls[c].products[i]->output(ys[i].data()));
+  std::vector<std::vector<PrefetchRange>> first(calls.size());
+  for (size_t c = 0; c < calls.size(); ++c) {
+    const auto& next_call = outputs[(c + 1) % calls.size()];
+    first[c] = k.linear_group_first_reads(rows, calls[(c + 1) % calls.size()].products[0]->in, next_call.data(),
+                                          int(next_call.size()), pool.threads(), size_t(256) << 10);
+  }
+  double best = 1e30;
+  for (int rep = 0; rep < reps; ++rep) {
+    const auto t0 = Clock::now();
+    for (size_t c = 0; c < calls.size(); ++c) {
+      ScopedIdlePrefetch idle(first[c]);
+      kernels::LinearFusion fusion;
+      if (calls[c].fold == 1) fusion.norm_w = norm.data(), fusion.norm_type = DType::F32, fusion.norm_eps = 1e-5f;
+      if (calls[c].fold == 2) fusion.up = up.data();
+      k.linear_group(x.data(), rows, calls[c].products[0]->in, outputs[c].data(), int(outputs[c].size()),
+                     calls[c].fold ? &fusion : nullptr);
+    }
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+int64_t bytes_of(const std::vector<Call>& calls) {
+  int64_t b = 0;
+  for (const Call& c : calls)
+    for (const Matrix* m : c.products) b += m->bytes;
+  return b;
+}
+
+void shapes(const kernels::KernelTable& k, ThreadPool& pool, int reps, double read_gbps) {
+  struct Shape {
+    int64_t out, in;
+  };
+  const Shape list[] = {{576, 576}, {576, 1536}, {1536, 576}, {49152, 576}};
+  std::printf("\n%-12s %-10s %8s %10s %8s %8s\n", "out x in", "weights", "MB", "us/call", "GB/s", "% read");
+  for (const Shape& s : list)
+    for (const Format& f : kFormats) {
+      if (!selected(f)) continue;
+      // Copies enough to hold 256 MiB: each call reads its matrix from memory.
+      const int64_t one = (dtype_bytes(f.type, s.in) + (f.group ? s.in / f.group * 2 : 0)) * s.out;
+      const int64_t copies = hot ? 1 : std::max<int64_t>(2, (int64_t(256) << 20) / one);
+      Arena arena;
+      std::vector<std::unique_ptr<Matrix>> m;
+      std::vector<Call> calls;
+      for (int64_t c = 0; c < copies; ++c) {
+        m.push_back(std::make_unique<Matrix>(arena, f, s.out, s.in, uint64_t(c + 1)));
+        calls.push_back({{m.back().get()}, 0});
+      }
+      const double t = run_calls(k, pool, calls, reps) / double(copies);
+      const double gbps = double(m[0]->bytes) / t / 1e9;
+      std::printf("%5ldx%-6ld %-10s %8.2f %10.1f %8.2f %7.1f%%\n", long(s.out), long(s.in), f.name, m[0]->bytes / 1e6,
+                  t * 1e6, gbps, 100 * gbps / read_gbps);
+    }
+}
+
+// The products of a smollm2-135m decode step.
+// prefill_rows > 0: the layers' products (no lm_head) over that many rows, GFLOP/s.
+void model(const kernels::KernelTable& k, ThreadPool& pool, int reps, double read_gbps, double* f16_seconds,
+           int64_t prefill_rows = 0) {
+  const int64_t hidden = 576, kv = 192, inter = 1536, vocab = 49152, layers = 30;
+  if (prefill_rows)
+    std::printf("\n%-10s %8s %10s %10s %10s  (prefill, %ld rows, layers' products)\n", "weights", "MB", "ms/step",
+                "GFLOP/s", "x float16", long(prefill_rows));
+  else
+    std::printf("\n%-10s %8s %10s %10s %8s %8s %10s\n", "weights", "MB", "ms/step", "steps/s", "GB/s", "% read",
+                "x float16");
+  for (const Format& f : kFormats) {
+    if (!selected(f)) continue;
+    Arena arena;
+    std::vector<std::unique_ptr<Matrix>> m;
+    auto add = [&](int64_t out, int64_t in) {
+      m.push_back(std::make_unique<Matrix>(arena, f, out, in, uint64_t(m.size() + 1)));
+      return m.back().get();
+    };
+    std::vector<Call> calls;
+    for (int64_t l = 0; l < layers; ++l) {
+      const Matrix* q = add(hidden, hidden);
+      const Matrix* kk = add(kv, hidden);
+      const Matrix* v = add(kv, hidden);
+      calls.push_back({{q, kk, v}, 1});
+      calls.push_back({{add(hidden, hidden)}, 0});
+      const Matrix* gate = add(inter, hidden);
+      const Matrix* up = add(inter, hidden);
+      calls.push_back({{gate, up}, 1});
+      calls.push_back({{add(hidden, inter)}, 2});
+    }
+    if (!prefill_rows) calls.push_back({{add(vocab, hidden)}, 1});
+    const double t = run_calls(k, pool, calls, reps, prefill_rows ? prefill_rows : 1);
+    if (f.type == DType::F16) *f16_seconds = t;
+    if (prefill_rows) {
+      double flops = 0;
+      for (const Call& c : calls)
+        for (const Matrix* mm : c.products) flops += 2.0 * double(mm->out * mm->in * prefill_rows);
+      std::printf("%-10s %8.1f %10.3f %10.1f %9.2fx\n", f.name, bytes_of(calls) / 1e6, t * 1e3, flops / t / 1e9,
+                  *f16_seconds / t);
+      continue;
+    }
+    const double gbps = double(bytes_of(calls)) / t / 1e9;
+    std::printf("%-10s %8.1f %10.3f %10.1f %8.2f %7.1f%% %9.2fx\n", f.name, bytes_of(calls) / 1e6, t * 1e3, 1 / t, gbps,
+                100 * gbps / read_gbps, *f16_seconds / t);
+  }
+}
+
+int run(int argc, char** argv) {
+  std::vector<int> threads = {1, 2};
+  int reps = 7;
+  std::string only;
+  kernels::Isa isa = kernels::best_isa();
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--threads") {
+      threads.clear();
+      for (size_t p = 0; p < v.size(); p = v.find(',', p) == std::string::npos ? v.size() : v.find(',', p) + 1)
+        threads.push_back(std::atoi(v.c_str() + p));
+    } else if (a == "--reps") {
+      reps = std::atoi(v.c_str());
+    } else if (a == "--isa") {
+      isa = kernels::best_isa(v == "scalar" ? kernels::Isa::Scalar
+                              : v == "avx2" ? kernels::Isa::Avx2
+                                            : kernels::Isa::Avx512);
+    } else if (a == "--hot") {
+      hot = v == "1";
+    } else if (a == "--format") {
+      format_filter = v;
+    } else if (a == "--only") {
+      only = v;
+    }
+  }
+  const kernels::KernelTable& k = *kernels::kernel_table(isa);
+  for (int t : threads) {
+    ThreadPool pool(t);
+    bench::BandwidthProbe probe(&pool, uint64_t(512) << 20);
+    const double read_gbps = probe.read_gbps(5);
+    std::printf("\n== %s, %d thread(s), read pass %.2f GB/s\n", kernels::isa_name(isa), t, read_gbps);
+    double f16_seconds = 0;
+    if (only != "shapes" && only != "prefill") model(k, pool, reps, read_gbps, &f16_seconds);
+    if (only != "model" && only != "prefill") shapes(k, pool, reps, read_gbps);
+    if (only == "prefill" || only.empty()) model(k, pool, std::max(1, reps / 3), read_gbps, &f16_seconds, 128);
+    std::printf("read pass after: %.2f GB/s\n", probe.read_gbps(3));
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace hfstatic
+
+int main(int argc, char** argv) { return hfstatic::run(argc, argv); }

@@ -1,0 +1,32 @@
+// Rotary embedding of the supported families: config.json's rope_scaling and partial rotary,
+// and the rope op attributes a fixed-length program of max_context positions uses.
+//
+// A program has no sequence length at run time, so types that Hugging Face recomputes per
+// sequence are fixed at export:
+// - dynamic (NTK): Hugging Face keeps the plain frequencies while the sequence is within
+//   max_position_embeddings and grows the base with the sequence beyond it. max_context never
+//   exceeds max_position_embeddings, so the program uses the plain frequencies: what Hugging
+//   Face computes for every sequence the program can hold.
+// - longrope: Hugging Face uses short_factor up to original_max_position_embeddings and
+//   long_factor beyond. The program uses short_factor; a max_context beyond the original
+//   length is refused.
+// linear, yarn and longrope frequencies are computed here once and stored in the op's inv_freq;
+// llama3 keeps its scaling attributes, computed by the op at load.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "export/hf_config.h"
+
+namespace hfstatic {
+
+// Reads partial_rotary_factor (into config.rotary_dim) and rope_scaling; config's head_dim,
+// max_position_embeddings and model_type are set. Throws Error naming the field at fault.
+void parse_rope_config(const nlohmann::json& config_json, HfConfig& config, const std::string& origin);
+
+// Attributes of the rope op for a program of max_context positions. Throws Error when the
+// scaling cannot serve that length.
+nlohmann::json rope_attributes(const HfConfig& config, int64_t max_context);
+
+}  // namespace hfstatic
