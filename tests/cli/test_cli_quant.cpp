@@ -55,6 +55,24 @@ TEST_F(CliQuant, ExportWritesInt8AndInt4ProgramsThatRun) {
   }
 }
 
+// A version 2 program (tiny-gemma3: window 6, shorter than the context) quantized to int4: its
+// (1 + w) norm weights stay float32, and it loads and generates from the command line.
+TEST_F(CliQuant, Int4SlidingWindowProgramRuns) {
+  const std::string ckpt = test::cached_checkpoint("tiny-gemma3", 2), out = dir.file("gemma3-int4.hfs");
+  auto r = test::run_cli({"export", ckpt, "-o", out, "--max-context", "64", "--prefill-len", "8", "--weights-dtype",
+                          "int4", "--group-size", "32"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto p = Program::load(out);
+  EXPECT_EQ(p->metadata()["version"], 2);
+  EXPECT_EQ(p->metadata()["weights_dtype"], "int4");
+  EXPECT_EQ(p->weight("model.layers.0.mlp.down_proj.weight").info->dtype, DType::U8);
+  EXPECT_EQ(p->weight("model.embed_tokens.weight").info->dtype, DType::U8);
+  EXPECT_EQ(p->weight("model.layers.0.pre_feedforward_layernorm.weight").info->dtype, DType::F32);
+  r = test::run_cli({"run", "-m", out, "-p", "Hello there, friend", "-n", "20", "--ignore-eos", "-t", "1", "--stats"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out + r.err, HasSubstr("generated 20 tokens"));
+}
+
 TEST_F(CliQuant, ExportFlagErrors) {
   const std::string ckpt = test::cached_checkpoint("tiny", 2), out = dir.file("bad.hfs");
   auto r = test::run_cli({"export", ckpt, "-o", out, "--group-size", "64"});

@@ -106,14 +106,15 @@ TEST(QuantParityReference, QuantizedReferenceDiffersFromTheFloatOne) {
   EXPECT_GT(test::relative_error(q4f, plain), 1e-3);
 }
 
-INSTANTIATE_TEST_SUITE_P(Presets, QuantParity,
-                         testing::Values(QuantCase{"tiny", DType::I8, 32}, QuantCase{"tiny", DType::I4, 32},
-                                         QuantCase{"tiny-llama3", DType::I8, 64},
-                                         QuantCase{"tiny-llama3", DType::I4, 64},
-                                         QuantCase{"tiny-mistral", DType::I4, 32},
-                                         QuantCase{"tiny-qwen2", DType::I8, 32}, QuantCase{"tiny-qwen2", DType::I4, 32},
-                                         QuantCase{"tiny-qwen3", DType::I4, 32}),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(
+    Presets, QuantParity,
+    testing::Values(QuantCase{"tiny", DType::I8, 32}, QuantCase{"tiny", DType::I4, 32},
+                    QuantCase{"tiny-llama3", DType::I8, 64}, QuantCase{"tiny-llama3", DType::I4, 64},
+                    QuantCase{"tiny-mistral", DType::I4, 32}, QuantCase{"tiny-qwen2", DType::I8, 32},
+                    QuantCase{"tiny-qwen2", DType::I4, 32}, QuantCase{"tiny-qwen3", DType::I4, 32},
+                    // hf_static v2: sliding layers, gemma3's float32 (1 + w) norms
+                    QuantCase{"tiny-mistral-sw", DType::I8, 32}, QuantCase{"tiny-gemma3", DType::I4, 32}),
+    case_name);
 
 }  // namespace
 }  // namespace hfstatic
