@@ -300,6 +300,18 @@ std::vector<PrefetchRange> matvec_first_reads(int64_t rows, int64_t in, const Li
   return first;
 }
 
+int64_t float_prefetch_ahead() {
+#ifdef HFSTATIC_X86_SIMD
+  static const int64_t ahead = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amd") ? int64_t(1024) : kPrefetchAhead;
+  }();
+  return ahead;
+#else
+  return kPrefetchAhead;
+#endif
+}
+
 float* scratch(int slot, size_t floats) {
   struct Slot {
     std::unique_ptr<float[], void (*)(float*)> data{nullptr, [](float* p) { std::free(p); }};

@@ -46,8 +46,12 @@ void for_each_part(const LinearOutput* outputs, int count, Items items, int64_t 
   }
 }
 
-// Bytes ahead of its reads that a matrix-vector product prefetches a weight row's lines.
+// Bytes ahead of its reads that a matrix-vector product prefetches a weight row's lines: 3 KiB
+// for quantized rows; for float rows float_prefetch_ahead(), 1 KiB on AMD CPUs and 3 KiB on
+// others (the distances measured best on an AMD EPYC and an Intel Xeon host, see
+// docs/log/2026-12-04-quantized-kernels.md).
 constexpr int64_t kPrefetchAhead = 3072;
+int64_t float_prefetch_ahead();
 
 // The rows x of a matrix-vector group quantized to int8 for the quantized products with groups
 // of `group` inputs: x[r * in + i] ~ q[r * in + i] * scale[r * (groups + 8) + i / group], and
