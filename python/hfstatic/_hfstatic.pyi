@@ -73,6 +73,7 @@ def export(
     prefill_len: Optional[int] = None,
     max_context: int = 512,
     weights_dtype: Optional[str] = None,
+    group_size: Optional[int] = None,
     cache_dtype: str = "float32",
     repeat_state: bool = False,
     mutation_order: str = "input",

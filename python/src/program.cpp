@@ -60,8 +60,8 @@ py::list method_signatures(const Program& program) {
 
 ExportSummary export_checkpoint(const std::filesystem::path& hf_dir, const std::filesystem::path& out,
                                 std::optional<int64_t> prefill_len, int64_t max_context,
-                                std::optional<std::string> weights_dtype, const std::string& cache_dtype,
-                                bool repeat_state, const std::string& mutation_order,
+                                std::optional<std::string> weights_dtype, std::optional<int64_t> group_size,
+                                const std::string& cache_dtype, bool repeat_state, const std::string& mutation_order,
                                 std::optional<py::function> progress) {
   ExportOptions options;
   options.graph.max_context = int_arg("max_context", max_context, 2, int64_t(1) << 24);
@@ -70,8 +70,20 @@ ExportSummary export_checkpoint(const std::filesystem::path& hf_dir, const std::
   options.graph.cache_dtype = dtype_arg("cache_dtype", cache_dtype, {DType::F32, DType::F16});
   options.graph.repeat_state = repeat_state;
   options.graph.mutation_order = mutation_order;
-  if (weights_dtype)
-    options.weights_dtype = dtype_arg("weights_dtype", *weights_dtype, {DType::F32, DType::F16, DType::BF16});
+  if (weights_dtype) {
+    const DType t =
+        dtype_arg("weights_dtype", *weights_dtype, {DType::F32, DType::F16, DType::BF16, DType::I8, DType::I4});
+    if (t == DType::I8 || t == DType::I4)
+      options.quant = WeightQuant{t, 32};
+    else
+      options.weights_dtype = t;
+  }
+  if (group_size) {
+    if (!options.quant) throw UsageError("group_size: only with weights_dtype int8 or int4");
+    if (*group_size != 32 && *group_size != 64 && *group_size != 128)
+      throw UsageError(cat("group_size: ", *group_size, " is not one of 32|64|128"));
+    options.quant->group = *group_size;
+  }
   if (progress) {
     options.progress = [&progress](uint64_t done, uint64_t total) {
       py::gil_scoped_acquire gil;
@@ -151,11 +163,12 @@ void bind_program(py::module_& m) {
 
   m.def("export", &export_checkpoint, py::arg("hf_dir"), py::arg("out"), py::kw_only(),
         py::arg("prefill_len") = py::none(), py::arg("max_context") = 512, py::arg("weights_dtype") = py::none(),
-        py::arg("cache_dtype") = "float32", py::arg("repeat_state") = false, py::arg("mutation_order") = "input",
-        py::arg("progress") = py::none(),
+        py::arg("group_size") = py::none(), py::arg("cache_dtype") = "float32", py::arg("repeat_state") = false,
+        py::arg("mutation_order") = "input", py::arg("progress") = py::none(),
         "Exports the Hugging Face checkpoint folder `hf_dir` to the program file `out` (written atomically), as\n"
         "`hfstatic export` does. prefill_len defaults to min(32, max_context); weights_dtype (float32, float16,\n"
-        "bfloat16) defaults to the checkpoint's; cache_dtype is float32 or float16. progress(done, total), when\n"
+        "bfloat16, int8, int4) defaults to the checkpoint's; group_size (32, 64, 128; default 32) is the int8/int4\n"
+        "scale group; cache_dtype is float32 or float16. progress(done, total), when\n"
         "given, is called as bytes are written. Returns an ExportSummary.");
   py::class_<ExportSummary>(m, "ExportSummary", "What export() wrote.")
       .def_readonly("file_bytes", &ExportSummary::file_bytes, "Bytes of the program file.")

@@ -104,6 +104,10 @@ def test_export_errors(tiny_checkpoint, tmp_path):
         hfstatic.export(tiny_checkpoint, tmp_path / "p.hfs", cache_dtype="int8")
     with pytest.raises(hfstatic.UsageError, match="max_context: 1 is outside"):
         hfstatic.export(tiny_checkpoint, tmp_path / "p.hfs", max_context=1)
+    with pytest.raises(hfstatic.UsageError, match="group_size: only with weights_dtype int8 or int4"):
+        hfstatic.export(tiny_checkpoint, tmp_path / "p.hfs", group_size=32)
+    with pytest.raises(hfstatic.UsageError, match="group_size: 48 is not one of 32\\|64\\|128"):
+        hfstatic.export(tiny_checkpoint, tmp_path / "p.hfs", weights_dtype="int8", group_size=48)
     with pytest.raises(hfstatic.FormatError, match="config.json"):
         hfstatic.export(tmp_path, tmp_path / "p.hfs")
     assert not (tmp_path / "p.hfs").exists()

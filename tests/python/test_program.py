@@ -70,3 +70,14 @@ def test_apply_chat_template(tiny_program):
     prompt = tokenizer.apply_chat_template(messages)
     assert "Hello!" in prompt
     assert prompt.startswith(tokenizer.apply_chat_template(messages, add_generation_prompt=False))
+
+
+def test_export_quantizes_as_the_tool_does(tiny_checkpoint, tmp_path):
+    ours = tmp_path / "ours.hfs"
+    hfstatic.export(tiny_checkpoint, ours, prefill_len=4, max_context=32, weights_dtype="int4", group_size=32)
+    theirs = tmp_path / "theirs.hfs"
+    run_cli("export", str(tiny_checkpoint), "-o", str(theirs), "--prefill-len", "4", "--max-context", "32",
+            "--weights-dtype", "int4", "--group-size", "32")
+    assert ours.read_bytes() == theirs.read_bytes()
+    program = hfstatic.Program(ours)
+    assert program.metadata["weights_dtype"] == "int4" and program.validate() == []
