@@ -318,8 +318,10 @@ void add_feature_and_signature_fixtures(InvalidCorpus& c) {
         true);
     f->graph.cache_dtype = DType::F16;
   }
+}
 
-  // Outputs.
+void add_output_fixtures(InvalidCorpus& c) {
+  using enum DType;
   c.add("outputs_too_many",
         [](ProgramSpec& s) {
           method(s, "prefill").outputs.push_back({"logits_again", "logits", OutputMemory::Planned});
@@ -463,6 +465,7 @@ std::vector<InvalidFixture> make_invalid() {
   InvalidCorpus c;
   add_metadata_fixtures(c);
   add_feature_and_signature_fixtures(c);
+  add_output_fixtures(c);
   return std::move(c.v);
 }
 
