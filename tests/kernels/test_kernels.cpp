@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel_test_support.h"
 #include "kernels/isa.h"
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
@@ -18,23 +19,13 @@
 namespace hfstatic::kernels {
 namespace {
 
+using test::random_floats;
+using test::simd_isas;
+using test::with_threads;
+
 const float kNegInf = -std::numeric_limits<float>::infinity();
 
-std::vector<Isa> simd_isas() {
-  std::vector<Isa> out;
-  for (Isa isa : {Isa::Avx2, Isa::Avx512})
-    if (isa_supported(isa)) out.push_back(isa);
-  return out;
-}
-
 std::string label(Isa isa, int threads) { return std::string(isa_name(isa)) + " threads=" + std::to_string(threads); }
-
-std::vector<float> random_floats(std::mt19937& rng, size_t n, float lo = -1.0f, float hi = 1.0f) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 // Values stored as `type` (bytes), and the float32 they represent.
 struct Stored {
@@ -49,18 +40,6 @@ Stored stored(std::mt19937& rng, size_t n, DType type, float lo = -1.0f, float h
   convert_floats(s.values.data(), DType::F32, s.bytes.data(), type, n);
   convert_floats(s.bytes.data(), type, s.values.data(), DType::F32, n);
   return s;
-}
-
-// Runs fn with a pool of `threads` installed (none for 1).
-template <typename Fn>
-void with_threads(int threads, Fn fn) {
-  if (threads <= 1) {
-    fn();
-    return;
-  }
-  ThreadPool pool(threads);
-  ScopedThreadPool scope(&pool);
-  fn();
 }
 
 void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::vector<float>& scale,

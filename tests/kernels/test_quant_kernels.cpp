@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel_test_support.h"
 #include "kernels/isa.h"
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
@@ -19,30 +20,9 @@
 namespace hfstatic::kernels {
 namespace {
 
-std::vector<Isa> simd_isas() {
-  std::vector<Isa> out;
-  for (Isa isa : {Isa::Avx2, Isa::Avx512})
-    if (isa_supported(isa)) out.push_back(isa);
-  return out;
-}
-
-std::vector<float> random_floats(std::mt19937& rng, size_t n, float lo = -1.0f, float hi = 1.0f) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
-template <typename Fn>
-void with_threads(int threads, Fn fn) {
-  if (threads <= 1) {
-    fn();
-    return;
-  }
-  ThreadPool pool(threads);
-  ScopedThreadPool scope(&pool);
-  fn();
-}
+using test::random_floats;
+using test::simd_isas;
+using test::with_threads;
 
 // A quantized matrix and the float32 values it stands for.
 struct Quantized {
