@@ -10,25 +10,7 @@
 namespace hfstatic::tokenizer {
 namespace {
 
-struct Text {
-  std::vector<char32_t> cp;
-  std::vector<size_t> offset;  // byte offset of each code point, plus the end
-  size_t n = 0;
-  void load(std::string_view s) {
-    cp.clear();
-    offset.clear();
-    const char* p = s.data();
-    const char* end = p + s.size();
-    while (p < end) {
-      char32_t c;
-      offset.push_back(static_cast<size_t>(p - s.data()));
-      p += unicode::decode(p, end, c);
-      cp.push_back(c);
-    }
-    offset.push_back(s.size());
-    n = cp.size();
-  }
-};
+using Text = unicode::CodePoints;
 
 // Program counters with the start position of the thread that reached them, in insertion order.
 class ThreadList {

@@ -39,27 +39,13 @@ uint8_t classify(char32_t cp, bool js_space) {
   return f;
 }
 
-struct Text {
-  std::vector<char32_t> cp;
+struct Text : u::CodePoints {
   std::vector<uint8_t> cls;
-  std::vector<size_t> offset;  // byte offset of each code point, plus the end
-  size_t n = 0;
 
   void load(std::string_view s, bool js_space) {
-    cp.clear();
-    cls.clear();
-    offset.clear();
-    const char* p = s.data();
-    const char* end = p + s.size();
-    while (p < end) {
-      char32_t c;
-      offset.push_back(static_cast<size_t>(p - s.data()));
-      p += u::decode(p, end, c);
-      cp.push_back(c);
-      cls.push_back(classify(c, js_space));
-    }
-    offset.push_back(s.size());
-    n = cp.size();
+    CodePoints::load(s);
+    cls.resize(n);
+    for (size_t i = 0; i < n; ++i) cls[i] = classify(cp[i], js_space);
   }
   bool is(size_t i, uint8_t f) const { return i < n && (cls[i] & f); }
   bool other(size_t i) const { return i < n && !(cls[i] & (kL | kN | kS)); }    // [^\s\p{L}\p{N}]

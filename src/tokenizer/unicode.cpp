@@ -329,6 +329,21 @@ std::string normalize(std::string_view s, Form form) {
          normalize_full(s.substr(i), form == Form::kNfkc || form == Form::kNfkd, form == Form::kNfkc);
 }
 
+void CodePoints::load(std::string_view s) {
+  cp.clear();
+  offset.clear();
+  const char* p = s.data();
+  const char* end = p + s.size();
+  while (p < end) {
+    char32_t c;
+    offset.push_back(static_cast<size_t>(p - s.data()));
+    p += decode(p, end, c);
+    cp.push_back(c);
+  }
+  offset.push_back(s.size());
+  n = cp.size();
+}
+
 std::string lowercase(std::string_view s) {
   std::string out;
   out.reserve(s.size());

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace hfstatic::unicode {
 
@@ -101,5 +102,14 @@ std::string normalize(std::string_view s, Form form);
 std::string lowercase(std::string_view s);
 
 const char* unicode_version();
+
+// A string's code points with the byte offset of each (plus the end): what the split matchers
+// and the regex engine walk.
+struct CodePoints {
+  std::vector<char32_t> cp;
+  std::vector<size_t> offset;
+  size_t n = 0;
+  void load(std::string_view s);
+};
 
 }  // namespace hfstatic::unicode
