@@ -55,15 +55,15 @@ int64_t float_prefetch_ahead();
 
 // The rows x of a matrix-vector group quantized to int8 for the quantized products with groups
 // of `group` inputs: x[r * in + i] ~ q[r * in + i] * scale[r * (groups + 8) + i / group], and
-// nibble_offset (same layout) = 8 * scale * (the sum of the group's q): what an int4 weight's
-// stored offset of 8 adds to the group's dot product. Each row's scales and offsets are padded
+// offset8 (same layout) = 8 * (the sum of the group's q): what an int4 weight's stored offset of
+// 8 adds to the group's integer dot product. Each row's scales and offsets are padded
 // with 8 zeros. q4 holds the same values in the order of int4 blocks taken two at a time: each
 // whole 64-value chunk as values 0-15, 32-47, 16-31, 48-63 (a last 32 in order).
 struct QuantRows {
   const int8_t* q = nullptr;
   const int8_t* q4 = nullptr;
   const float* scale = nullptr;
-  const float* nibble_offset = nullptr;
+  const int32_t* offset8 = nullptr;
   int64_t in = 0, group = 0;
 };
 
