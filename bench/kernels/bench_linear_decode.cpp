@@ -36,8 +36,9 @@ struct Format {
   int64_t group;  // 0: not quantized
 };
 const Format kFormats[] = {
-    {"float16", DType::F16, 0},  {"int8 g32", DType::I8, 32},   {"int8 g128", DType::I8, 128},
-    {"int4 g32", DType::I4, 32}, {"int4 g128", DType::I4, 128},
+    {"float16", DType::F16, 0},    {"int8 g32", DType::I8, 32}, {"int8 g64", DType::I8, 64},
+    {"int8 g128", DType::I8, 128}, {"int4 g32", DType::I4, 32}, {"int4 g64", DType::I4, 64},
+    {"int4 g128", DType::I4, 128},
 };
 
 bool hot = false;
@@ -160,7 +161,7 @@ void shapes(const kernels::KernelTable& k, ThreadPool& pool, int reps, double re
   std::printf("\n%-12s %-10s %8s %10s %8s %8s\n", "out x in", "weights", "MB", "us/call", "GB/s", "% read");
   for (const Shape& s : list)
     for (const Format& f : kFormats) {
-      if (!selected(f)) continue;
+      if (!selected(f) || (f.group && s.in % f.group)) continue;
       // Copies enough to hold 256 MiB: each call reads its matrix from memory.
       const int64_t one = (dtype_bytes(f.type, s.in) + (f.group ? s.in / f.group * 2 : 0)) * s.out;
       const int64_t copies = hot ? 1 : std::max<int64_t>(2, (int64_t(256) << 20) / one);
@@ -190,7 +191,7 @@ void model(const kernels::KernelTable& k, ThreadPool& pool, int reps, double rea
     std::printf("\n%-10s %8s %10s %10s %8s %8s %10s\n", "weights", "MB", "ms/step", "steps/s", "GB/s", "% read",
                 "x float16");
   for (const Format& f : kFormats) {
-    if (!selected(f)) continue;
+    if (!selected(f) || (f.group && hidden % f.group)) continue;  // 576: no groups of 128
     Arena arena;
     std::vector<std::unique_ptr<Matrix>> m;
     auto add = [&](int64_t out, int64_t in) {
