@@ -135,29 +135,35 @@ const Shape kShapes[] = {{1, 96, 9},    {2, 160, 70},  {1, 288, 33},    {3, 480,
 const int64_t kGroups[] = {32, 64, 128};
 const DType kQuantTypes[] = {DType::I8, DType::I4};
 
+// fn(shape, matrix) for every shape, weight type and group size that divides the shape's width,
+// the matrix drawn from rng.
+template <typename Fn>
+void for_each_case(std::mt19937& rng, Fn&& fn) {
+  for (const Shape& s : kShapes)
+    for (DType type : kQuantTypes)
+      for (int64_t group : kGroups)
+        if (s.in % group == 0) fn(s, quantize(rng, type, s.out, s.in, group));
+}
+
 TEST(QuantKernels, ScalarIsTheDequantizedProduct) {
   std::mt19937 rng(31);
   const KernelTable& scalar = *kernel_table(Isa::Scalar);
-  for (const Shape& s : kShapes)
-    for (DType type : kQuantTypes)
-      for (int64_t group : kGroups) {
-        if (s.in % group) continue;
-        const Quantized m = quantize(rng, type, s.out, s.in, group);
-        const std::vector<float> x = random_floats(rng, size_t(s.rows * s.in));
-        const std::vector<float> bias = random_floats(rng, size_t(s.out));
-        std::vector<float> want, magnitude, got(size_t(s.rows * s.out), 12345.0f);
-        reference(x, s.rows, m, bias.data(), want, magnitude);
-        const LinearOutput o = m.output(got.data(), bias.data());
-        with_threads(2, [&] { scalar.linear_group(x.data(), s.rows, s.in, &o, 1, nullptr); });
-        for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-6f * magnitude[i]) << name(m, s.rows);
-        // The embedding gather: each row exactly the dequantized values.
-        std::vector<float> row(size_t(s.in));
-        for (int64_t o2 : {int64_t(0), s.out / 2, s.out - 1}) {
-          scalar.load_quant_row(m.w.data(), type, m.scales.data(), group, o2, s.in, row.data());
-          for (int64_t i = 0; i < s.in; ++i)
-            ASSERT_EQ(row[size_t(i)], m.values[size_t(o2 * s.in + i)]) << name(m, 1) << " row " << o2 << " at " << i;
-        }
-      }
+  for_each_case(rng, [&](const Shape& s, const Quantized& m) {
+    const std::vector<float> x = random_floats(rng, size_t(s.rows * s.in));
+    const std::vector<float> bias = random_floats(rng, size_t(s.out));
+    std::vector<float> want, magnitude, got(size_t(s.rows * s.out), 12345.0f);
+    reference(x, s.rows, m, bias.data(), want, magnitude);
+    const LinearOutput o = m.output(got.data(), bias.data());
+    with_threads(2, [&] { scalar.linear_group(x.data(), s.rows, s.in, &o, 1, nullptr); });
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-6f * magnitude[i]) << name(m, s.rows);
+    // The embedding gather: each row exactly the dequantized values.
+    std::vector<float> row(size_t(s.in));
+    for (int64_t o2 : {int64_t(0), s.out / 2, s.out - 1}) {
+      scalar.load_quant_row(m.w.data(), m.type, m.scales.data(), m.group, o2, s.in, row.data());
+      for (int64_t i = 0; i < s.in; ++i)
+        ASSERT_EQ(row[size_t(i)], m.values[size_t(o2 * s.in + i)]) << name(m, 1) << " row " << o2 << " at " << i;
+    }
+  });
 }
 
 TEST(QuantKernels, SimdLoadQuantRowIsExact) {
@@ -181,32 +187,28 @@ TEST(QuantKernels, SimdLoadQuantRowIsExact) {
 TEST(QuantKernels, SimdLinearMatchesScalar) {
   std::mt19937 rng(33);
   const KernelTable& scalar = *kernel_table(Isa::Scalar);
-  for (const Shape& s : kShapes)
-    for (DType type : kQuantTypes)
-      for (int64_t group : kGroups) {
-        if (s.in % group) continue;
-        const Quantized m = quantize(rng, type, s.out, s.in, group);
-        const std::vector<float> x = random_floats(rng, size_t(s.rows * s.in), -2.0f, 2.0f);
-        const std::vector<float> bias = random_floats(rng, size_t(s.out));
-        for (bool with_bias : {false, true}) {
-          std::vector<float> want(size_t(s.rows * s.out)), magnitude, unused;
-          reference(x, s.rows, m, nullptr, unused, magnitude);
-          const LinearOutput w = m.output(want.data(), with_bias ? bias.data() : nullptr);
-          scalar.linear_group(x.data(), s.rows, s.in, &w, 1, nullptr);
-          const std::vector<float> bound = activation_rounding_bound(x, s.rows, m);
-          for (Isa isa : simd_isas())
-            for (int threads : {1, 2}) {
-              std::vector<float> got(want.size(), 12345.0f);
-              const LinearOutput g = m.output(got.data(), with_bias ? bias.data() : nullptr);
-              with_threads(threads, [&] { kernel_table(isa)->linear_group(x.data(), s.rows, s.in, &g, 1, nullptr); });
-              for (size_t i = 0; i < got.size(); ++i) {
-                const float tol = 4e-6f * magnitude[i] + (s.rows < 4 ? 1.001f * bound[i] : 0.0f);
-                ASSERT_NEAR(got[i], want[i], tol) << isa_name(isa) << " threads=" << threads << " " << name(m, s.rows)
-                                                  << " bias=" << with_bias << " at " << i;
-              }
-            }
+  for_each_case(rng, [&](const Shape& s, const Quantized& m) {
+    const std::vector<float> x = random_floats(rng, size_t(s.rows * s.in), -2.0f, 2.0f);
+    const std::vector<float> bias = random_floats(rng, size_t(s.out));
+    for (bool with_bias : {false, true}) {
+      std::vector<float> want(size_t(s.rows * s.out)), magnitude, unused;
+      reference(x, s.rows, m, nullptr, unused, magnitude);
+      const LinearOutput w = m.output(want.data(), with_bias ? bias.data() : nullptr);
+      scalar.linear_group(x.data(), s.rows, s.in, &w, 1, nullptr);
+      const std::vector<float> bound = activation_rounding_bound(x, s.rows, m);
+      for (Isa isa : simd_isas())
+        for (int threads : {1, 2}) {
+          std::vector<float> got(want.size(), 12345.0f);
+          const LinearOutput g = m.output(got.data(), with_bias ? bias.data() : nullptr);
+          with_threads(threads, [&] { kernel_table(isa)->linear_group(x.data(), s.rows, s.in, &g, 1, nullptr); });
+          for (size_t i = 0; i < got.size(); ++i) {
+            const float tol = 4e-6f * magnitude[i] + (s.rows < 4 ? 1.001f * bound[i] : 0.0f);
+            ASSERT_NEAR(got[i], want[i], tol) << isa_name(isa) << " threads=" << threads << " " << name(m, s.rows)
+                                              << " bias=" << with_bias << " at " << i;
+          }
         }
-      }
+    }
+  });
 }
 
 // The bound above is not loose: rows whose values sit on the int8 grid of their group lose
