@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "util/error.h"
+#include "util/quant_layout.h"
 
 namespace hfstatic {
 
@@ -14,7 +15,7 @@ std::string quant_scales_name(const std::string& weight) { return weight + ".sca
 
 namespace {
 
-constexpr int64_t kInt4Block = 32;  // int4 rows are packed in blocks of 32 values, 16 bytes
+constexpr int64_t kInt4Block = 32;  // int4 groups are packed in blocks of 32 values, 16 bytes
 
 int quant_max(const WeightQuant& q) { return q.dtype == DType::I4 ? 7 : 127; }
 
@@ -43,15 +44,20 @@ void quantize_row(const std::string& name, const float* x, int64_t row, int64_t 
     }
   }
   if (!packed) return;
-  if (q.dtype == DType::I8) {
-    std::memcpy(packed, values.data(), size_t(cols));
-    return;
-  }
-  for (int64_t b = 0; b < cols / kInt4Block; ++b)
-    for (int64_t j = 0; j < kInt4Block / 2; ++j) {
-      const int8_t lo = values[size_t(b * kInt4Block + j)], hi = values[size_t(b * kInt4Block + j + 16)];
-      packed[b * 16 + j] = uint8_t((lo + 8) | ((hi + 8) << 4));
+  // Each group's bytes (int4: blocks of 32 values, value j and j + 16 in a byte's low and high
+  // nibble, as q + 8), placed where the row layout puts them.
+  const int64_t groups = cols / q.group, group_bytes = dtype_bytes(q.dtype, q.group);
+  for (int64_t g = 0; g < groups; ++g) {
+    const int8_t* v = values.data() + g * q.group;
+    for (int64_t b = 0; b < group_bytes; ++b) {
+      uint8_t byte = uint8_t(v[b]);
+      if (q.dtype == DType::I4) {
+        const int64_t i = b / 16 * kInt4Block + b % 16;
+        byte = uint8_t((v[i] + 8) | ((v[i + 16] + 8) << 4));
+      }
+      packed[quant_byte_offset(group_bytes, groups, g, b)] = byte;
     }
+  }
 }
 
 std::string fitting_group_sizes(int64_t cols) {

@@ -15,9 +15,9 @@ namespace hfstatic {
 std::string quant_scales_name(const std::string& weight);
 
 // Quantizes a row-major float32 matrix [rows, cols] (cols a multiple of q.group): packed values
-// (int8 [rows, cols], or int4 [rows, cols / 2] bytes in blocks of 32) into `packed` and float16
-// scales [rows, cols / q.group] into `scales`; either may be null. Throws Error naming `name`
-// for a value that is not finite or a scale beyond float16's range.
+// (int8 [rows, cols], or int4 [rows, cols / 2]; each row laid out as util/quant_layout.h says)
+// into `packed` and float16 scales [rows, cols / q.group] into `scales`; either may be null.
+// Throws Error naming `name` for a value that is not finite or a scale beyond float16's range.
 void quantize_matrix(const std::string& name, const float* x, int64_t rows, int64_t cols, const WeightQuant& q,
                      uint8_t* packed, uint16_t* scales);
 

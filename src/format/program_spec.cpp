@@ -213,6 +213,10 @@ ProgramSpec ProgramSpec::from_json(const json& j) {
     }
     spec.methods.push_back(std::move(m));
   }
+  if (fv.get<int64_t>() == kConsecutiveGroupsFormatVersion && spec.has_quantized_weights())
+    fail("program spec: format_version ", fv.dump(), " stores quantized weights one group after another, ",
+         "a layout this hfstatic no longer reads (quantized programs are format_version ", kQuantizedFormatVersion,
+         "): export the checkpoint again");
   if (fv.get<int64_t>() < kQuantizedFormatVersion && spec.has_quantized_weights())
     fail("program spec: format_version ", fv.dump(), " cannot hold quantized weights (a node has attribute '",
          kWeightDtypeAttr, "'); quantized programs are format_version ", kQuantizedFormatVersion);

@@ -15,10 +15,14 @@ namespace hfstatic {
 inline constexpr const char* kProgramMetadataKey = "hfstatic.program";
 inline constexpr const char* kEmbeddedFilePrefix = "hfstatic.file.";
 inline constexpr const char* kProgramFormatName = "hfstatic-program";
-// The newest format version this code reads and writes. Version 2 adds quantized weights
-// (WeightQuant); a program without them is written as version 1, which older readers take.
-inline constexpr int kProgramFormatVersion = 2;
-inline constexpr int kQuantizedFormatVersion = 2;
+// The newest format version this code reads and writes. Version 3 holds quantized weights
+// (WeightQuant) with each row's groups interleaved in blocks (util/quant_layout.h); version 2
+// held them one group after another and is refused. A program without quantized weights is
+// written as version 1, which older readers take.
+inline constexpr int kProgramFormatVersion = 3;
+inline constexpr int kQuantizedFormatVersion = 3;
+// A quantized program of this version has a layout the kernels no longer read.
+inline constexpr int kConsecutiveGroupsFormatVersion = 2;
 
 struct ValueSpec {
   std::string name;

@@ -54,13 +54,16 @@ constexpr int64_t kPrefetchAhead = 3072;
 int64_t float_prefetch_ahead();
 
 // The rows x of a matrix-vector group quantized to int8 for the quantized products with groups
-// of `group` inputs: x[r * in + i] ~ q[r * in + i] * scale[r * (groups + 8) + i / group], and
-// offset8 (same layout) = 8 * (the sum of the group's q): what an int4 weight's stored offset of
-// 8 adds to the group's integer dot product. Each row's scales and offsets are padded
-// with 8 zeros. q4 holds the same values in the order of int4 blocks taken two at a time: each
-// whole 64-value chunk as values 0-15, 32-47, 16-31, 48-63 (a last 32 in order).
+// of `group` inputs: x[r * in + i] ~ value i of row r * scale[r * (groups + 8) + i / group], and
+// offset8 (same layout) = 8 * (the sum of the group's values): what an int4 weight's stored
+// offset of 8 adds to the group's integer dot product. Each row's scales and offsets are padded
+// with 8 zeros. The values come twice, each in the order the weights' 32-byte loads meet them
+// (util/quant_layout.h): q8 for int8 weights (in a whole block of 8 groups, load c holds values
+// 4c .. 4c + 3 of each group; the groups after it in order), q4 for int4 weights (in a whole
+// block, load c's low nibbles then its high nibbles; after it, the groups' 32-value blocks two
+// at a time: values 0-15, 32-47, 16-31, 48-63 of each 64, a last 32 in order).
 struct QuantRows {
-  const int8_t* q = nullptr;
+  const int8_t* q8 = nullptr;
   const int8_t* q4 = nullptr;
   const float* scale = nullptr;
   const int32_t* offset8 = nullptr;

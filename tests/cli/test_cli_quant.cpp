@@ -40,7 +40,7 @@ TEST_F(CliQuant, ExportWritesInt8AndInt4ProgramsThatRun) {
     EXPECT_EQ(p->weight("lm_head.weight").info->dtype, flags[1] == "int8" ? DType::I8 : DType::U8);
     r = test::run_cli({"inspect", out});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_THAT(r.out, HasSubstr("format version 2"));
+    EXPECT_THAT(r.out, HasSubstr("format version 3"));
     EXPECT_TRUE(std::regex_search(r.out, std::regex("tensor lm_head.weight +" + flags[1] +
                                                     " +\\[272, 64\\] .* group 32, scales lm_head.weight.scales")))
         << r.out;

@@ -52,6 +52,36 @@ TEST(QuantizeMatrix, Int4PacksBlocksOfThirtyTwoInNibbles) {
     }
 }
 
+TEST(QuantizeMatrix, GroupsInterleaveFourBytesAtATimeInBlocksOfEight) {
+  // One int8 row of 9 groups of 32: group g holds 127 (scale 1), then v + 3g at value v. Groups
+  // 0-7 form a block, bytes 4c .. 4c + 3 of group j at 32c + 4j; group 8 follows at 256.
+  std::vector<float> x(288);
+  for (int g = 0; g < 9; ++g)
+    for (int v = 0; v < 32; ++v) x[size_t(32 * g + v)] = v == 0 ? 127.0f : float(v + 3 * g);
+  std::vector<uint8_t> packed(288);
+  std::vector<uint16_t> scales(9);
+  quantize_matrix("w", x.data(), 1, 288, WeightQuant{DType::I8, 32}, packed.data(), scales.data());
+  EXPECT_EQ(packed[0], 127);    // group 0 value 0
+  EXPECT_EQ(packed[1], 1);      // group 0 value 1
+  EXPECT_EQ(packed[4], 127);    // group 1 value 0
+  EXPECT_EQ(packed[5], 4);      // group 1 value 1
+  EXPECT_EQ(packed[32], 4);     // group 0 value 4
+  EXPECT_EQ(packed[255], 52);   // group 7 value 31
+  EXPECT_EQ(packed[256], 127);  // group 8 value 0
+  EXPECT_EQ(packed[266], 34);   // group 8 value 10
+  // int4, 8 groups of 32 (16 bytes each): byte 4c + e of group j holds values 4c + e (low
+  // nibble) and 4c + e + 16 (high), at 32c + 4j. Values: 7 first (scale 1), then v % 15 - 7.
+  std::vector<float> y(256);
+  for (int g = 0; g < 8; ++g)
+    for (int v = 0; v < 32; ++v) y[size_t(32 * g + v)] = v == 0 ? 7.0f : float((v + g) % 15 - 7);
+  std::vector<uint8_t> packed4(128);
+  quantize_matrix("w", y.data(), 1, 256, WeightQuant{DType::I4, 32}, packed4.data(), scales.data());
+  auto stored = [&](int g, int v) { return y[size_t(32 * g + v)] + 8; };
+  EXPECT_EQ(packed4[0], uint8_t(stored(0, 0) + 16 * stored(0, 16)));
+  EXPECT_EQ(packed4[6], uint8_t(stored(1, 2) + 16 * stored(1, 18)));
+  EXPECT_EQ(packed4[127], uint8_t(stored(7, 15) + 16 * stored(7, 31)));
+}
+
 TEST(QuantizeMatrix, ScaleIsTheFloat16RoundedMaximumOverTheLevels) {
   // max|x| = 1: scale float16(1 / 7) = 0x3092 (0.142822...); 1 / 0.142822 = 7.0017 -> 7, and
   // 0.5 / 0.142822 = 3.5008 -> 4, computed from the rounded scale.
@@ -84,7 +114,7 @@ TEST(QuantizedExport, EveryLinearAndEmbeddingWeightIsQuantizedWithItsScales) {
   // tiny-llama3 ties its logits to the embedding table.
   export_program(test::cached_checkpoint("tiny-llama3", 1), dir.file("q.hfs"), o);
   auto p = Program::load(dir.file("q.hfs"));
-  EXPECT_EQ(p->spec().format_version, 2);
+  EXPECT_EQ(p->spec().format_version, 3);
   EXPECT_EQ(p->metadata()["weights_dtype"], "int4");
   const TensorInfo* embed = p->weight("model.embed_tokens.weight").info;
   ASSERT_NE(embed, nullptr);

@@ -320,29 +320,36 @@ TEST_F(FormatErrors, ProgramJsonInvalid) {
 TEST_F(FormatErrors, SpecFormatAndVersion) {
   EXPECT_THAT(spec_error([](json& s) { s["format"] = "onnx"; }),
               AllOf(HasSubstr("spec.hfs"), HasSubstr("format 'onnx' is not 'hfstatic-program'")));
-  EXPECT_THAT(spec_error([](json& s) { s["format_version"] = 3; }),
-              HasSubstr("format_version 3 is not supported (supported: 1 to 2; a newer hfstatic may read it)"));
+  EXPECT_THAT(spec_error([](json& s) { s["format_version"] = 4; }),
+              HasSubstr("format_version 4 is not supported (supported: 1 to 3; a newer hfstatic may read it)"));
   EXPECT_THAT(spec_error([](json& s) { s["format_version"] = 0; }), HasSubstr("format_version 0 is not supported"));
   EXPECT_THAT(spec_error([](json& s) { s.erase("format_version"); }), HasSubstr("program has no 'format_version'"));
   EXPECT_THAT(spec_error([](json& s) { s["metadata"] = json::array(); }), HasSubstr("metadata is not an object"));
   EXPECT_THAT(spec_error([](json& s) { s["methods"] = json::object(); }), HasSubstr("program.methods is not an array"));
 }
 
-TEST_F(FormatErrors, QuantizedWeightsNeedFormatVersionTwo) {
+TEST_F(FormatErrors, QuantizedWeightsNeedFormatVersionThree) {
   // A program without quantized weights is still written as version 1.
   EXPECT_EQ(Program::load(real_program())->spec().format_version, 1);
   EXPECT_THAT(spec_error([](json& s) {
                 s["methods"][0]["nodes"][0]["attrs"] = {{"weight_dtype", "int8"}, {"group_size", 32}};
               }),
               HasSubstr("spec.hfs: program spec: format_version 1 cannot hold quantized weights (a node has "
-                        "attribute 'weight_dtype'); quantized programs are format_version 2"));
+                        "attribute 'weight_dtype'); quantized programs are format_version 3"));
+  EXPECT_THAT(spec_error([](json& s) {
+                s["format_version"] = 2;
+                s["methods"][0]["nodes"][0]["attrs"] = {{"weight_dtype", "int4"}, {"group_size", 64}};
+              }),
+              HasSubstr("spec.hfs: program spec: format_version 2 stores quantized weights one group after another, a "
+                        "layout this hfstatic no longer reads (quantized programs are format_version 3): export the "
+                        "checkpoint again"));
   Parts p = split(read_bytes(real_program()));
   const uint64_t end = p.data.size();
   p.header["q"] = {{"dtype", "I8"}, {"shape", {8}}, {"data_offsets", {end, end + 8}}};
   p.data.resize(end + 8);
   EXPECT_THAT(load_error(rebuilt(p.header, p.data), "i8.hfs"),
               HasSubstr("i8.hfs: tensor 'q' is int8, a quantized weight, but the program claims format_version 1; "
-                        "quantized programs are format_version 2"));
+                        "quantized programs are format_version 3"));
   EXPECT_THAT(spec_error([](json& s) { s["methods"][0]["values"][0]["dtype"] = "int4"; }),
               HasSubstr("values[0].dtype 'int4' is only for weights (stored as uint8)"));
 }

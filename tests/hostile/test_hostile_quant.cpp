@@ -136,7 +136,7 @@ TEST_F(HostileQuant, QuantizedWeightsInAVersionOneFile) {
     const std::string text = read_text_file(program_path());
     return std::vector<uint8_t>(text.begin(), text.end());
   }();
-  const std::string from = "\\\"format_version\\\":2", to = "\\\"format_version\\\":1";
+  const std::string from = "\\\"format_version\\\":3", to = "\\\"format_version\\\":1";
   auto at = std::search(bytes.begin(), bytes.end(), from.begin(), from.end());
   ASSERT_NE(at, bytes.end());
   std::copy(to.begin(), to.end(), at);
@@ -144,7 +144,7 @@ TEST_F(HostileQuant, QuantizedWeightsInAVersionOneFile) {
   hostile::write_bytes(path, bytes);
   EXPECT_THAT(error_of([&] { Program::load(path); }),
               HasSubstr("v1.hfs: program spec: format_version 1 cannot hold quantized weights (a node has attribute "
-                        "'weight_dtype'); quantized programs are format_version 2"));
+                        "'weight_dtype'); quantized programs are format_version 3"));
 }
 
 }  // namespace

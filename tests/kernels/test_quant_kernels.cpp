@@ -59,20 +59,30 @@ Quantized quantize(std::mt19937& rng, DType type, int64_t out, int64_t in, int64
         q[at] = sf == 0 ? 0 : std::max(-qmax, std::min(qmax, int(std::lround(x[at] / sf))));
       }
     }
+  // Byte b of group g of row o: groups in whole blocks of 8 interleaved 4 bytes at a time (bytes
+  // 4c .. 4c + 3 of group j at 32c + 4j in the block), the rest one after another.
+  const int64_t group_bytes = type == DType::I4 ? group / 2 : group, row_bytes = in / group * group_bytes;
+  const int64_t blocked = in / group / 8 * 8;
+  auto byte_at = [&](int64_t o, int64_t g, int64_t b) -> uint8_t& {
+    const int64_t at = g < blocked ? g / 8 * 8 * group_bytes + b / 4 * 32 + g % 8 * 4 + b % 4 : g * group_bytes + b;
+    return m.w[size_t(o * row_bytes + at)];
+  };
+  m.w.assign(size_t(out * row_bytes), 0);
   if (type == DType::I4) {
     // Nibble 0 stands for -8, which the exporter never writes but a file may hold.
     for (size_t i = 7; i < q.size(); i += 97) q[i] = -8;
-    m.w.assign(size_t(out * in / 2), 0);
+    // In a group, block k of 32 values is 16 bytes: value 32k + j in byte 16k + j % 16, low nibble
+    // for j < 16.
     for (int64_t o = 0; o < out; ++o)
       for (int64_t i = 0; i < in; ++i) {
-        const int64_t block = i / 32, j = i % 32;
-        uint8_t& byte = m.w[size_t(o * in / 2 + block * 16 + j % 16)];
+        const int64_t v = i % group, j = v % 32;
+        uint8_t& byte = byte_at(o, i / group, v / 32 * 16 + j % 16);
         const uint8_t nibble = uint8_t(q[size_t(o * in + i)] + 8);
         byte = uint8_t(j < 16 ? (byte & 0xf0) | nibble : (byte & 0x0f) | (nibble << 4));
       }
   } else {
-    m.w.resize(q.size());
-    for (size_t i = 0; i < q.size(); ++i) m.w[i] = uint8_t(int8_t(q[i]));
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t i = 0; i < in; ++i) byte_at(o, i / group, i % group) = uint8_t(int8_t(q[size_t(o * in + i)]));
   }
   m.values.resize(q.size());
   for (int64_t o = 0; o < out; ++o)
@@ -127,7 +137,8 @@ struct Shape {
   int64_t rows, in, out;
 };
 // Odd counts of 32-value blocks (96, 160, 288, 480: an int4 block without a pair at the end,
-// after a whole or a partial set of 8 groups) and rows of fewer than 8 groups too.
+// after a whole or a partial block of 8 groups), rows of fewer than 8 groups, of whole blocks
+// only (512, 1024, 1536) and of blocks then 1 to 7 groups (288, 448, 640, 2176).
 const Shape kShapes[] = {{1, 96, 9},    {2, 160, 70},  {1, 288, 33},    {3, 480, 65},  {4, 96, 13},
                          {1, 128, 1},   {1, 256, 67},  {2, 384, 13},    {3, 128, 130}, {1, 1536, 70},
                          {1, 640, 200}, {4, 128, 13},  {5, 384, 29},    {17, 256, 7},  {40, 96 * 4, 30},

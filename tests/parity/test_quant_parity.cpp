@@ -82,7 +82,7 @@ TEST_P(QuantParity, LogitsAndGreedyTokensMatchTheDequantizedReference) {
   o.quant = WeightQuant{c.dtype, c.group};
   export_program(ckpt, dir.file("q.hfs"), o);
   auto program = Program::load(dir.file("q.hfs"));
-  EXPECT_EQ(program->spec().format_version, 2);
+  EXPECT_EQ(program->spec().format_version, 3);
   // 11 prompt tokens: one full prefill chunk, then a padded chunk of 3.
   const std::vector<int64_t> prompt = {256, 72, 101, 108, 108, 111, 44, 32, 119, 111, 114};
   const nlohmann::json ref =
