@@ -23,7 +23,7 @@ tiny llama
 tiny qwen3 --model-type qwen3 --dtype BF16
 tiny qwen2 --model-type qwen2 --dtype F16
 tiny mistral --model-type mistral --shards 2
-tiny llama32 --hidden-size 32 --intermediate-size 64   # widths a quantization group of 32 divides
+tiny llama32 --hidden-size 32 --intermediate-size 288  # widths groups of 32 divide; 288: a block of 8, then 1
 
 # program: exported programs, each with a small context so that one step is cheap.
 "$tool" export "$work/llama" -o "$out/program/llama.hfs" --max-context 8 --prefill-len 4 -q >/dev/null
