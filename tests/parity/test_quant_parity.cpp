@@ -113,7 +113,10 @@ INSTANTIATE_TEST_SUITE_P(
                     QuantCase{"tiny-mistral", DType::I4, 32}, QuantCase{"tiny-qwen2", DType::I8, 32},
                     QuantCase{"tiny-qwen2", DType::I4, 32}, QuantCase{"tiny-qwen3", DType::I4, 32},
                     // hf_static v2: sliding layers, gemma3's float32 (1 + w) norms
-                    QuantCase{"tiny-mistral-sw", DType::I8, 32}, QuantCase{"tiny-gemma3", DType::I4, 32}),
+                    QuantCase{"tiny-mistral-sw", DType::I8, 32}, QuantCase{"tiny-gemma3", DType::I4, 32},
+                    // rows of whole blocks of 8 groups, then 1 or 2 groups (512 and 576 wide)
+                    QuantCase{"tiny-wide", DType::I8, 32}, QuantCase{"tiny-wide", DType::I4, 32},
+                    QuantCase{"tiny-wide", DType::I4, 64}),
     case_name);
 
 }  // namespace
