@@ -1,12 +1,19 @@
-// What the kernel tests share: the SIMD ISAs this CPU runs, random inputs, a thread pool around a
-// call.
+// What the kernel tests share: the SIMD ISAs this CPU runs, random inputs and stored values, a
+// thread pool around a call, comparisons with a relative tolerance.
 #pragma once
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/isa.h"
 #include "kernels/parallel.h"
 #include "kernels/thread_pool.h"
+#include "util/dtype.h"
 
 namespace hfstatic::kernels::test {
 
@@ -34,6 +41,36 @@ void with_threads(int threads, Fn fn) {
   ThreadPool pool(threads);
   ScopedThreadPool scope(&pool);
   fn();
+}
+
+inline const float kNegInf = -std::numeric_limits<float>::infinity();
+
+inline std::string label(Isa isa, int threads) {
+  return std::string(isa_name(isa)) + " threads=" + std::to_string(threads);
+}
+
+// Values stored as `type` (bytes), and the float32 they represent.
+struct Stored {
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;
+};
+
+inline Stored stored(std::mt19937& rng, size_t n, DType type, float lo = -1.0f, float hi = 1.0f) {
+  Stored s;
+  s.values = random_floats(rng, n, lo, hi);
+  s.bytes.resize(n * dtype_size(type));
+  convert_floats(s.values.data(), DType::F32, s.bytes.data(), type, n);
+  convert_floats(s.bytes.data(), type, s.values.data(), DType::F32, n);
+  return s;
+}
+
+inline void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::vector<float>& scale,
+                         float rel, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float tol = rel * (scale.empty() ? std::max(1.0f, std::fabs(want[i])) : scale[i]);
+    ASSERT_NEAR(got[i], want[i], tol) << what << " at " << i;
+  }
 }
 
 }  // namespace hfstatic::kernels::test
