@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench/bench.h"
+#include "bench_args.h"
 #include "kernels/isa.h"
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
@@ -235,15 +236,11 @@ int run(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--threads") {
-      threads.clear();
-      for (size_t p = 0; p < v.size(); p = v.find(',', p) == std::string::npos ? v.size() : v.find(',', p) + 1)
-        threads.push_back(std::atoi(v.c_str() + p));
+      threads = bench_args::thread_list(v);
     } else if (a == "--reps") {
       reps = std::atoi(v.c_str());
     } else if (a == "--isa") {
-      isa = kernels::best_isa(v == "scalar" ? kernels::Isa::Scalar
-                              : v == "avx2" ? kernels::Isa::Avx2
-                                            : kernels::Isa::Avx512);
+      isa = bench_args::isa_cap(v);
     } else if (a == "--hot") {
       hot = v == "1";
     } else if (a == "--format") {

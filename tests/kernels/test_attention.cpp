@@ -18,14 +18,7 @@
 namespace hfstatic::kernels {
 namespace {
 
-using test::expect_close;
-using test::kNegInf;
-using test::label;
-using test::random_floats;
-using test::simd_isas;
-using test::Stored;
-using test::stored;
-using test::with_threads;
+using namespace test;
 
 const int kThreads[] = {1, 2};
 

@@ -1,0 +1,26 @@
+// Command-line values the kernel benchmarks share.
+#pragma once
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "kernels/isa.h"
+
+namespace hfstatic::bench_args {
+
+// "1,2" -> {1, 2}.
+inline std::vector<int> thread_list(const std::string& v) {
+  std::vector<int> threads;
+  for (size_t p = 0; p < v.size(); p = v.find(',', p) == std::string::npos ? v.size() : v.find(',', p) + 1)
+    threads.push_back(std::atoi(v.c_str() + p));
+  return threads;
+}
+
+// "scalar", "avx2" or "avx512": the best ISA this CPU runs at or below it.
+inline kernels::Isa isa_cap(const std::string& v) {
+  return kernels::best_isa(v == "scalar" ? kernels::Isa::Scalar
+                           : v == "avx2" ? kernels::Isa::Avx2
+                                         : kernels::Isa::Avx512);
+}
+
+}  // namespace hfstatic::bench_args
