@@ -16,7 +16,7 @@ Execution::Execution(std::shared_ptr<const Method> method, BufferAllocator& allo
 void Execution::bind_input(size_t i, void* data) {
   if (i >= inputs_.size())
     fail("method '", method_->name(), "': input index ", i, " out of range (", inputs_.size(), " inputs)");
-  if (inputs_[i] != data) idle_plans_threads_ = 0;
+  if (inputs_[i] != data) idle_plans_threads_ = 0, operands_valid_ = false;
   inputs_[i] = data;
 }
 
@@ -26,7 +26,7 @@ void Execution::bind_output(size_t i, void* data) {
   if (method_->output_memory(i) != OutputMemory::Unplanned)
     fail("method '", method_->name(), "': output ", i, " '", method_->spec().outputs[i].name, "' is ",
          output_memory_name(method_->output_memory(i)), ", only unplanned outputs take a buffer");
-  if (outputs_[i] != data) idle_plans_threads_ = 0;
+  if (outputs_[i] != data) idle_plans_threads_ = 0, operands_valid_ = false;
   outputs_[i] = data;
 }
 
@@ -109,6 +109,25 @@ void Execution::slice_rows(size_t si, std::vector<std::vector<Tensor>>& ins, std
       }
 }
 
+void Execution::bind_operands() {
+  const Method& m = *method_;
+  operands_.assign(m.steps_.size(), {});
+  for (size_t si = 0; si < m.steps_.size(); ++si) {
+    const Method::Step& step = m.steps_[si];
+    StepOperands& ops = operands_[si];
+    ops.ins.resize(step.count);
+    ops.outs.resize(step.count);
+    for (size_t n = 0; n < step.count; ++n) {
+      const Method::Node& node = m.nodes_[step.first + n];
+      for (size_t id : node.inputs) ops.ins[n].push_back(tensor(id));
+      for (size_t id : node.outputs) ops.outs[n].push_back(tensor(id));
+    }
+    if (step.folded)
+      for (size_t n = 1; n < step.count; ++n) ops.ins[n][0] = ops.ins[0][0];
+  }
+  operands_valid_ = true;
+}
+
 Status Execution::run(ThreadPool* pool) {
   const Method& m = *method_;
   for (size_t i = 0; i < inputs_.size(); ++i)
@@ -124,35 +143,33 @@ Status Execution::run(ThreadPool* pool) {
   const kernels::KernelTable& k = *m.kernels_;
   const int threads = pool && m.idle_prefetch_ ? pool->threads() : 1;
   if (threads > 1 && idle_plans_threads_ != threads) plan_idle_prefetch(threads);
-  std::vector<std::vector<Tensor>> ins, outs;  // per node of the step
-  std::vector<Shape> slices;                   // shapes of row slices, alive while their step runs
+  if (!operands_valid_) bind_operands();
+  std::vector<std::vector<Tensor>> cut_ins, cut_outs;  // a step's operands cut to the wanted rows
+  std::vector<Shape> slices;                           // their shapes, alive while the step runs
   for (size_t si = 0; si < m.steps_.size(); ++si) {
     const Method::Step& step = m.steps_[si];
     const Method::Node& head = m.nodes_[step.first];
     ScopedIdlePrefetch idle(threads > 1 ? std::span<const PrefetchRange>(idle_plans_[si])
                                         : std::span<const PrefetchRange>());
-    ins.resize(step.count);
-    outs.resize(step.count);
-    for (size_t n = 0; n < step.count; ++n) {
-      const Method::Node& node = m.nodes_[step.first + n];
-      ins[n].clear();
-      outs[n].clear();
-      for (size_t id : node.inputs) ins[n].push_back(tensor(id));
-      for (size_t id : node.outputs) outs[n].push_back(tensor(id));
+    const std::vector<std::vector<Tensor>>* ins = &operands_[si].ins;
+    const std::vector<std::vector<Tensor>>* outs = &operands_[si].outs;
+    if (step.sliceable_output != SIZE_MAX && output_rows_[step.sliceable_output].second >= 0) {
+      cut_ins = *ins;
+      cut_outs = *outs;
+      slice_rows(si, cut_ins, cut_outs, slices);
+      ins = &cut_ins;
+      outs = &cut_outs;
     }
-    if (step.sliceable_output != SIZE_MAX && output_rows_[step.sliceable_output].second >= 0)
-      slice_rows(si, ins, outs, slices);
     Status s;
     if (step.folded) {
       // Node 0 is computed inside the group of the others, which read its input through it.
-      const kernels::LinearFusion fusion = head.op->linear_fusion(ins[0], head.prepared.get());
-      for (size_t n = 1; n < step.count; ++n) ins[n][0] = ins[0][0];
-      const std::span<const std::vector<Tensor>> step_ins(ins), step_outs(outs);
+      const kernels::LinearFusion fusion = head.op->linear_fusion((*ins)[0], head.prepared.get());
+      const std::span<const std::vector<Tensor>> step_ins(*ins), step_outs(*outs);
       s = m.nodes_[step.first + 1].op->run_group(k, step_ins.subspan(1), step_outs.subspan(1), &fusion);
     } else if (step.count == 1) {
-      s = head.op->run(k, ins[0], outs[0], head.prepared.get());
+      s = head.op->run(k, (*ins)[0], (*outs)[0], head.prepared.get());
     } else {
-      s = head.op->run_group(k, ins, outs, nullptr);
+      s = head.op->run_group(k, *ins, *outs, nullptr);
     }
     if (!s.ok()) {
       const std::string nodes =

@@ -158,6 +158,14 @@ class Execution {
   // `slices` holds the cut shapes.
   void slice_rows(size_t step, std::vector<std::vector<Tensor>>& ins, std::vector<std::vector<Tensor>>& outs,
                   std::vector<Shape>& slices) const;
+  // Makes operands_ from the bindings.
+  void bind_operands();
+
+  // A step's nodes' operands as bound: a folded step's linears read its input through the
+  // folded op (their first input is the folded op's).
+  struct StepOperands {
+    std::vector<std::vector<Tensor>> ins, outs;
+  };
 
   std::shared_ptr<const Method> method_;
   Buffer arena_;
@@ -168,6 +176,9 @@ class Execution {
   // step's first bytes: PrefetchRange); made for idle_plans_threads_ threads, 0 when stale.
   std::vector<std::vector<PrefetchRange>> idle_plans_;
   int idle_plans_threads_ = 0;
+  // Per step, its operands as bound now; remade when a binding changes (operands_valid_ false).
+  std::vector<StepOperands> operands_;
+  bool operands_valid_ = false;
 };
 
 }  // namespace hfstatic

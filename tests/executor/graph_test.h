@@ -86,7 +86,7 @@ class GraphTest : public testing::Test {
 
 const Shape X = {1, 2, 4};  // the activation shape of most graphs below
 
-std::vector<float> iota(size_t n, float start, float step) {
+inline std::vector<float> iota(size_t n, float start, float step) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = start + step * float(i);
   return v;
