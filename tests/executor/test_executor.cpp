@@ -403,5 +403,29 @@ TEST_F(Executor, GeluTanhMulAndScale) {
   EXPECT_THAT(load_error(no_factor), testing::HasSubstr("attribute 'factor' is missing"));
 }
 
+// A run reads and writes the buffers bound at that run: rebinding an input or an unplanned
+// output to another buffer between runs takes effect, and the old buffers are left alone.
+TEST_F(Executor, RebindingBetweenRunsUsesTheNewBuffers) {
+  Graph g;
+  g.in("x", DType::F32, X).in("u", DType::F32, X).val("s", DType::F32, X).val("a", DType::F32, X);
+  g.node("scale", {"x"}, {"s"}, {{"factor", 2.0}}).node("add", {"s", "u"}, {"a"});
+  g.out("a", "a", OutputMemory::Unplanned);
+  Execution ex(load(g));
+  std::vector<float> x1(8, 1.0f), x2(8, 10.0f), u(8, 0.5f), y1(8, 0.0f), y2(8, 0.0f);
+  ex.bind_input(0, x1.data());
+  ex.bind_input(1, u.data());
+  ex.bind_output(0, y1.data());
+  ASSERT_TRUE(ex.run().ok());
+  EXPECT_EQ(y1, std::vector<float>(8, 2.5f));
+  ex.bind_input(0, x2.data());
+  ASSERT_TRUE(ex.run().ok());
+  EXPECT_EQ(y1, std::vector<float>(8, 20.5f));
+  ex.bind_output(0, y2.data());
+  x2.assign(8, -1.0f);  // same buffer, new contents: read again
+  ASSERT_TRUE(ex.run().ok());
+  EXPECT_EQ(y2, std::vector<float>(8, -1.5f));
+  EXPECT_EQ(y1, std::vector<float>(8, 20.5f)) << "the first output buffer was written again";
+}
+
 }  // namespace
 }  // namespace hfstatic
