@@ -46,13 +46,6 @@ __all__ = [
 ]
 
 
-class _Failure:
-    """An exception raised in the streaming thread, handed to the consumer."""
-
-    def __init__(self, error):
-        self.error = error
-
-
 class Runner(_hfstatic.Runner):
     """Generates text with a program, keeping its context from call to call.
 
@@ -66,47 +59,23 @@ class Runner(_hfstatic.Runner):
         """Yields the text of ``generate(prompt, **options)`` piece by piece as it is generated.
 
         The pieces join to what ``generate`` returns for the same prompt, context and options.
-        Leaving the loop early stops the generation at its next token.
+        The generation runs in a thread of its own and holds the Runner until it ends; leaving the
+        loop early, closing or dropping the generator stops it at its next token and waits for it.
         """
-        return self._stream(self.generate, prompt, options)
+        return _iterate(self._stream, prompt, options)
 
     def chat_stream(self, messages, **options):
         """Yields the reply of ``chat(messages, **options)`` piece by piece as it is generated."""
-        return self._stream(self.chat, messages, options)
+        return _iterate(self._chat_stream, messages, options)
 
-    def _stream(self, method, prompt, options):
-        if "on_text" in options:
-            raise UsageError("stream() yields the text itself; on_text is for generate() and chat()")
-        import queue  # here rather than at the top: importing hfstatic stays as quick as loading the tool
-        import threading
 
-        pieces = queue.SimpleQueue()
-        finished = object()
-        cancelled = threading.Event()
-
-        def on_text(piece):
-            pieces.put(piece)
-            if cancelled.is_set():
-                self.stop()
-
-        def work():
-            try:
-                method(prompt, on_text=on_text, **options)
-                pieces.put(finished)
-            except BaseException as error:  # handed to the consumer, raised there
-                pieces.put(_Failure(error))
-
-        worker = threading.Thread(target=work, name="hfstatic-stream", daemon=True)
-        worker.start()
-        try:
-            while True:
-                item = pieces.get()
-                if item is finished:
-                    return
-                if isinstance(item, _Failure):
-                    raise item.error
-                yield item
-        finally:
-            cancelled.set()
-            self.stop()
-            worker.join()
+def _iterate(start, prompt, options):
+    stream = start(prompt, **options)
+    try:
+        while True:
+            piece = stream.next()
+            if piece is None:
+                return
+            yield piece
+    finally:
+        stream.close()

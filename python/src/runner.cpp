@@ -1,7 +1,13 @@
 // Runners: text generation, chat, and step-level access to the logits.
 #include <pybind11/numpy.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <mutex>
+#include <thread>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -17,21 +23,42 @@ namespace {
 
 struct PyRunner {
   std::shared_ptr<Runner> runner;
-  std::mutex busy;  // one call at a time; a second thread is refused rather than racing
+  std::atomic<bool> busy{false};  // one call at a time; a second one is refused rather than racing
+  std::mutex last_mutex;          // a stream's thread sets `last` while Python may read it
   std::optional<GenerationResult> last;
+
+  void set_last(GenerationResult result) {
+    std::lock_guard lock(last_mutex);
+    last = std::move(result);
+  }
+  std::optional<GenerationResult> get_last() {
+    std::lock_guard lock(last_mutex);
+    return last;
+  }
 };
 
-// Holds the runner for one call; a runner already in use by another thread is a UsageError.
+// Holds the runner for one call; a runner already in use (another thread, a running stream) is a
+// UsageError. A stream hands it to its thread, which lets go when the generation ends.
 class Busy {
  public:
-  explicit Busy(PyRunner& r) : lock_(r.busy, std::try_to_lock) {
-    if (!lock_.owns_lock())
+  explicit Busy(PyRunner& r) : busy_(&r.busy) {
+    bool expected = false;
+    if (!busy_->compare_exchange_strong(expected, true))
       throw UsageError(
           "this Runner is busy in another thread (a generation or stream is running); use one Runner per thread");
   }
+  Busy(Busy&& other) noexcept : busy_(std::exchange(other.busy_, nullptr)) {}
+  Busy(const Busy&) = delete;
+  Busy& operator=(const Busy&) = delete;
+  Busy& operator=(Busy&&) = delete;
+  ~Busy() { release(); }
+
+  void release() {
+    if (busy_) std::exchange(busy_, nullptr)->store(false);
+  }
 
  private:
-  std::unique_lock<std::mutex> lock_;
+  std::atomic<bool>* busy_;
 };
 
 using Prompt = std::variant<std::string, std::vector<int64_t>>;
@@ -86,7 +113,7 @@ std::string run_generation(PyRunner& r, const std::function<GenerationResult()>&
     result = refusals_are_usage_errors(generate);
   }
   std::string text = result.text;
-  r.last = std::move(result);
+  r.set_last(std::move(result));
   return text;
 }
 
@@ -134,10 +161,10 @@ py::dict stats_dict(const GenerationStats& s) {
   return d;
 }
 
-std::unique_ptr<PyRunner> load_runner(const std::optional<std::filesystem::path>& path, std::optional<int> threads) {
+std::shared_ptr<PyRunner> load_runner(const std::optional<std::filesystem::path>& path, std::optional<int> threads) {
   RunnerOptions options;
   if (threads) options.threads = int(real_arg("threads", *threads, 1, ThreadPool::kMaxThreads));
-  auto r = std::make_unique<PyRunner>();
+  auto r = std::make_shared<PyRunner>();
   py::gil_scoped_release release;
   r->runner = path ? Runner::load(path->string(), options) : Runner::load(load_program(std::nullopt), options);
   return r;
@@ -179,6 +206,142 @@ auto generation_method(Start start) {
   };
 }
 
+// A generation in a thread of its own, behind Runner.stream and Runner.chat_stream. The thread
+// never touches Python: its text goes through a queue, so the consumer may drop the stream, raise,
+// or leave it running at exit (the module's atexit hook closes every stream). The consumer waits
+// without the GIL, and takes the GIL back outside destructors: a thread that wakes after the
+// interpreter has finalized is ended by Python with an unwind a destructor must not see.
+class Stream {
+ public:
+  using Generate = std::function<GenerationResult(Runner&, const TextSink&)>;
+
+  Stream(std::shared_ptr<PyRunner> owner, Busy busy, Generate generate) : owner_(std::move(owner)) {
+    thread_ = std::thread(
+        [this, busy = std::move(busy), generate = std::move(generate)]() mutable { work(std::move(busy), generate); });
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream() { close(); }
+
+  // The next piece of text, or nothing once the generation has ended (its error raised then).
+  std::optional<std::string> next() {
+    for (;;) {
+      std::optional<std::string> piece;
+      bool ended = false;
+      PyThreadState* saved = PyEval_SaveThread();
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait_for(lock, std::chrono::milliseconds(100), [&] { return !pieces_.empty() || !generating_; });
+        if (!pieces_.empty()) {
+          piece = std::move(pieces_.front());
+          pieces_.pop_front();
+        } else {
+          ended = !generating_;
+        }
+      }
+      PyEval_RestoreThread(saved);
+      if (piece) return piece;
+      if (ended) break;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    }
+    close();
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    return std::nullopt;
+  }
+
+  // Stops the generation at its next token and waits for the thread. Called with the GIL held.
+  void close() {
+    if (joined_.load()) return;
+    PyThreadState* saved = PyEval_SaveThread();
+    {
+      std::lock_guard join(join_mutex_);
+      if (thread_.joinable()) {
+        std::unique_lock lock(mutex_);
+        cancelled_ = true;
+        // The runner resets its stop request when a generation starts: ask until it has ended.
+        while (generating_) {
+          owner_->runner->stop();
+          changed_.wait_for(lock, std::chrono::milliseconds(20));
+        }
+        lock.unlock();
+        thread_.join();
+      }
+      joined_.store(true);
+    }
+    PyEval_RestoreThread(saved);
+  }
+
+ private:
+  void work(Busy busy, const Generate& generate) {
+    std::exception_ptr error;
+    try {
+      owner_->set_last(refusals_are_usage_errors(
+          [&] { return generate(*owner_->runner, [this](const std::string& piece) { push(piece); }); }));
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard lock(mutex_);
+    error_ = error;
+    generating_ = false;
+    busy.release();  // under mutex_: while generating_ holds, a stop() can only reach this generation
+    changed_.notify_all();
+  }
+
+  void push(const std::string& piece) {
+    std::lock_guard lock(mutex_);
+    pieces_.push_back(piece);
+    if (cancelled_) owner_->runner->stop();
+    changed_.notify_all();
+  }
+
+  std::shared_ptr<PyRunner> owner_;
+  std::mutex mutex_;  // guards what follows, up to join_mutex_
+  std::condition_variable changed_;
+  std::deque<std::string> pieces_;
+  bool generating_ = true;
+  bool cancelled_ = false;
+  std::exception_ptr error_;
+  std::mutex join_mutex_;
+  std::atomic<bool> joined_{false};
+  std::thread thread_;
+};
+
+// The streams not yet collected, for the atexit hook: a thread must end before the interpreter.
+std::mutex streams_mutex;
+std::vector<std::weak_ptr<Stream>> live_streams;
+
+void close_all_streams() {
+  std::vector<std::shared_ptr<Stream>> streams;
+  {
+    std::lock_guard lock(streams_mutex);
+    for (const auto& s : live_streams)
+      if (auto stream = s.lock()) streams.push_back(std::move(stream));
+  }
+  for (const auto& stream : streams) stream->close();
+}
+
+// Starts a stream: the runner is taken (or refused) here, in the caller's thread.
+template <typename Input, typename Start>
+auto stream_method(Start start) {
+  return [start](const std::shared_ptr<PyRunner>& r, const Input& input, std::optional<int64_t> max_tokens,
+                 double temperature, int64_t top_k, double top_p, double min_p, double repeat_penalty, int64_t seed,
+                 const std::optional<StopStrings>& stop, bool ignore_eos, const TextCallback& on_text) {
+    if (on_text) throw UsageError("stream() yields the text itself; on_text is for generate() and chat()");
+    auto prepared = generation_input(input);
+    Busy busy(*r);
+    GenerationConfig config = generation_config(*r->runner, max_tokens, temperature, top_k, top_p, min_p,
+                                                repeat_penalty, seed, stop, ignore_eos);
+    auto stream = std::make_shared<Stream>(
+        r, std::move(busy), [start, prepared = std::move(prepared), config](Runner& runner, const TextSink& on_piece) {
+          return start(runner, prepared, config, on_piece);
+        });
+    std::lock_guard lock(streams_mutex);
+    std::erase_if(live_streams, [](const std::weak_ptr<Stream>& s) { return s.expired(); });
+    live_streams.push_back(stream);
+    return stream;
+  };
+}
+
 // The sampling keywords every generating method takes, in the order of generation_config.
 #define HFSTATIC_SAMPLING_ARGS                                                                                         \
   py::kw_only(), py::arg("max_tokens") = py::none(), py::arg("temperature") = 0.0, py::arg("top_k") = 0,               \
@@ -208,7 +371,13 @@ void bind_runner(py::module_& m) {
                    ">");
       });
 
-  py::class_<PyRunner>(m, "Runner", "Generates text with a program, keeping its context from call to call.")
+  py::class_<Stream, std::shared_ptr<Stream>>(m, "_Stream", "A generation running in its own thread (Runner.stream).")
+      .def("next", &Stream::next, "The next piece of text; None once the generation has ended (its error raised).")
+      .def("close", &Stream::close, "Stops the generation at its next token and waits for its thread.");
+  py::module_::import("atexit").attr("register")(py::cpp_function(&close_all_streams));
+
+  py::class_<PyRunner, std::shared_ptr<PyRunner>>(
+      m, "Runner", "Generates text with a program, keeping its context from call to call.")
       .def(py::init(&load_runner), py::arg("path") = py::none(), py::arg("threads") = py::none(),
            "Loads and validates the program at `path` (None: the default program linked into the module) with\n"
            "`threads` compute threads (None: every hardware thread). Raises FormatError or ContractError.")
@@ -224,6 +393,10 @@ void bind_runner(py::module_& m) {
                 "template; the context starts over with the whole conversation. Returns the reply's text.\n") +
             kSamplingDoc)
                .c_str())
+      .def("_stream", stream_method<Prompt>(start_generate), py::arg("prompt"), HFSTATIC_SAMPLING_ARGS,
+           "Starts generate() in a thread of its own; Runner.stream() iterates the _Stream it returns.")
+      .def("_chat_stream", stream_method<py::sequence>(start_chat), py::arg("messages"), HFSTATIC_SAMPLING_ARGS,
+           "Starts chat() in a thread of its own; Runner.chat_stream() iterates the _Stream it returns.")
       .def(
           "prefill",
           [](py::object self, const std::vector<int64_t>& ids) {
@@ -289,7 +462,11 @@ void bind_runner(py::module_& m) {
           "load_ms", [](const PyRunner& r) { return r.runner->load_ms(); },
           "Milliseconds the load took (program, validation, buffers, tokenizer).")
       .def_property_readonly(
-          "last", [](const PyRunner& r) { return r.last ? py::cast(*r.last) : py::none(); },
+          "last",
+          [](PyRunner& r) {
+            auto last = r.get_last();
+            return last ? py::cast(std::move(*last)) : py::none();
+          },
           "The last generate() or chat() result as a Generation (None before the first).");
 }
 
