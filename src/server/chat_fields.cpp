@@ -3,6 +3,8 @@
 #include <set>
 
 #include "server/openai.h"
+#include "util/error.h"
+#include "util/json_limits.h"
 
 namespace hfstatic::server {
 namespace {
@@ -59,9 +61,15 @@ ordered_json tool_call(const ordered_json& call, const std::string& p) {
   if (!f.contains("arguments")) bad(p + ".function.arguments", "'arguments' is required", "missing_required_parameter");
   if (f["arguments"].is_string()) {
     // Templates read the arguments as a mapping (tool_call.arguments|tojson, .items()).
-    ordered_json parsed = ordered_json::parse(f["arguments"].get<std::string>(), nullptr, false);
+    const std::string param = p + ".function.arguments";
+    ordered_json parsed;
+    try {
+      parsed = parse_ordered_json_limited(f["arguments"].get_ref<const std::string&>(), param, kMaxRequestDepth);
+    } catch (const Error& e) {
+      bad(param, e.what());
+    }
     if (parsed.is_discarded() || !parsed.is_object())
-      bad(p + ".function.arguments", "'arguments' must be a JSON object (as a string or an object)");
+      bad(param, "'arguments' must be a JSON object (as a string or an object)");
     f["arguments"] = std::move(parsed);
   } else if (!f["arguments"].is_object()) {
     bad_type(p + ".function.arguments", "a JSON object string or an object");
@@ -94,6 +102,9 @@ ordered_json parse_template_context(const ordered_json& body) {
   if (present(body, "chat_template_kwargs")) {
     const ordered_json& kwargs = body["chat_template_kwargs"];
     if (!kwargs.is_object()) bad_type("chat_template_kwargs", "an object");
+    if (kwargs.size() > kMaxTemplateKwargs)
+      bad("chat_template_kwargs", "'chat_template_kwargs' has " + std::to_string(kwargs.size()) + " keys; at most " +
+                                      std::to_string(kMaxTemplateKwargs) + " are accepted");
     static const std::set<std::string> reserved = {"messages", "add_generation_prompt", "bos_token", "eos_token"};
     for (const auto& [key, value] : kwargs.items()) {
       if (reserved.count(key) || (key == "tools" && context.contains("tools")) ||

@@ -3,11 +3,15 @@
 // server renders tools into the prompt, it does not run or force them), and the tool-calling
 // parts of messages (an assistant's `tool_calls`, a tool message's `tool_call_id`).
 #pragma once
+#include <cstddef>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 namespace hfstatic::server {
+
+// Far more than any template reads; each becomes a variable that the template looks up by name.
+inline constexpr size_t kMaxTemplateKwargs = 256;
 
 // The template variables the request sets: tools, documents and the keys of
 // chat_template_kwargs (e.g. enable_thinking). Throws ApiError (400) naming the bad field.

@@ -199,18 +199,19 @@ CompletionRequest parse_request(const json& body, const nlohmann::ordered_json& 
 }  // namespace
 
 CompletionRequest parse_completion_request(const std::string& body, Endpoint endpoint, const ModelLimits& limits) {
-  json j;
+  // Parsed once, in the client's key order, which the chat template sees (tools, arguments...).
+  nlohmann::ordered_json ordered;
   try {
     std::string why;
-    j = parse_json_limited(body, "request body", 64, &why);
-    if (j.is_discarded())
+    ordered = parse_ordered_json_limited(body, "request body", kMaxRequestDepth, &why);
+    if (ordered.is_discarded())
       throw ApiError(400, "We could not parse the JSON body of your request: " + why, "", "invalid_json");
   } catch (const Error& e) {
     throw ApiError(400, std::string("We could not parse the JSON body of your request: ") + e.what(), "",
                    "invalid_json");
   }
-  // The same body in its own key order, which the chat template sees (tools, arguments...).
-  return parse_request(j, nlohmann::ordered_json::parse(body, nullptr, false), endpoint, limits);
+  // Looking a key up in an ordered_json walks its keys: the fields are read from a sorted copy.
+  return parse_request(json(ordered), ordered, endpoint, limits);
 }
 
 CompletionRequest parse_completion_request(const json& body, Endpoint endpoint, const ModelLimits& limits) {

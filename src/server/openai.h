@@ -34,6 +34,9 @@ nlohmann::json error_body(const ApiError& e);
 
 enum class Endpoint { Completions, ChatCompletions };
 
+// How deep a request body, and a tool call's arguments string, may nest.
+inline constexpr int kMaxRequestDepth = 64;
+
 // What validation needs to know about the served model.
 struct ModelLimits {
   int64_t max_context = 0;

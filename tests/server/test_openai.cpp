@@ -1,6 +1,7 @@
 // Request validation and response / SSE formatting of the OpenAI-compatible server.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <tuple>
 
 #include "server/openai.h"
@@ -305,6 +306,78 @@ TEST(ServerRequest, WideLogitBiasIsRefusedAfterALinearParse) {
   ApiError e = error_of(body);
   EXPECT_EQ(e.status, 400);
   EXPECT_EQ(e.param, "logit_bias");
+}
+
+// `{"k0":1,"k1":1,...}` of about `bytes`.
+std::string wide_object(size_t bytes) {
+  std::string o = "{";
+  for (int i = 0; o.size() < bytes - 16; ++i) o += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":1";
+  return o + "}";
+}
+
+// A 1 MiB body with a wide object between `before` and `after`.
+std::string wide_body(const std::string& before, const std::string& after) {
+  return before + wide_object((1u << 20) - before.size() - after.size()) + after;
+}
+
+std::string tool_call_body(const std::string& arguments) {
+  return R"({"messages": [{"role": "assistant", "content": null, "tool_calls": [{"type": "function",
+      "function": {"name": "f", "arguments": )" +
+         json(arguments).dump() + "}}]}]}";
+}
+
+TEST(ServerRequest, ToolCallArgumentsNestAsDeepAsTheBody) {
+  auto nested = [](int levels) {
+    return "{\"a\":" + std::string(levels - 1, '[') + std::string(levels - 1, ']') + "}";
+  };
+  const CompletionRequest r = parse_completion_request(tool_call_body(nested(64)), Endpoint::ChatCompletions, kLimits);
+  EXPECT_TRUE(r.messages[0].fields["tool_calls"][0]["function"]["arguments"].is_object());
+  // 5,000 levels fit in a body of 64; copying them recursed once per level, and 66,666 of them
+  // in a 533 KB body overflowed the stack of the server.
+  for (int levels : {65, 5000}) {
+    ApiError e = error_of(tool_call_body(nested(levels)), Endpoint::ChatCompletions);
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param, "messages[0].tool_calls[0].function.arguments") << e.message;
+    EXPECT_NE(e.message.find("deeper than 64 levels"), std::string::npos) << e.message;
+  }
+}
+
+TEST(ServerRequest, RepeatedKeysKeepTheirFirstPlaceAndLastValue) {
+  const CompletionRequest r = parse_completion_request(
+      std::string(R"({"messages": [{"role": "user", "content": "a"}], "max_tokens": 3, "max_tokens": 5,
+          "chat_template_kwargs": {"x": 1, "y": 2, "x": 3}})"),
+      Endpoint::ChatCompletions, kLimits);
+  EXPECT_EQ(r.config.max_new_tokens, 5);
+  EXPECT_EQ(r.template_context.dump(), R"({"x":3,"y":2})");
+}
+
+TEST(ServerRequest, WideObjectsAnywhereAreHandledInLinearTime) {
+  // 1 MiB bodies of 80,000 to 110,000 keys in one object. Parsed into an ordered_json whose
+  // every insertion looked for the key among those before it, each took 6 to 40 s of a core;
+  // linear, each takes a few tens of milliseconds. The bound is ten times that and more.
+  const Endpoint H = Endpoint::ChatCompletions;
+  const std::string user = R"({"messages": [{"role": "user", "content": "x"}], )";
+  struct Case {
+    std::string what, body, param;  // param: empty when accepted
+  };
+  const std::vector<Case> cases = {
+      {"top level", wide_body("", "").insert(1, R"("messages": [{"role": "user", "content": "x"}], )"), "k0"},
+      {"chat_template_kwargs", wide_body(user + R"("chat_template_kwargs": )", "}"), "chat_template_kwargs"},
+      {"tool parameters",
+       wide_body(user + R"("tools": [{"type": "function", "function": {"name": "f", "parameters": )", "}}]}"), ""},
+      {"tool call arguments", tool_call_body(wide_object(800 << 10)), ""},
+  };
+  for (const auto& c : cases) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      const CompletionRequest r = parse_completion_request(c.body, H, kLimits);
+      EXPECT_EQ(c.param, "") << c.what << " accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.param, c.param) << c.what << ": " << e.message;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(seconds, 2.0) << c.what;
+  }
 }
 
 }  // namespace
