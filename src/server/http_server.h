@@ -1,25 +1,40 @@
-// httplib's server with one change: a client has a bounded time to send a whole request.
-// httplib bounds each read (read timeout) but not their sum, so a client that sends a header
-// byte every few seconds holds a connection thread for as long as it likes, and a few dozen of
-// them leave none to answer anyone else.
+// httplib's server, with the reading of requests taken off its connection threads.
+// httplib reads a request on the thread that then answers it: a client that sends its headers
+// slowly holds that thread, and a few dozen such clients leave none to answer anyone else. Here
+// one thread reads every connection's next request with poll(), headers and body (by its
+// Content-Length), and hands only whole requests to the threads that answer them. Connections
+// waiting for their next request wait there too.
 #pragma once
 #include <httplib.h>
 
 #include <chrono>
+#include <cstddef>
 
 namespace hfstatic::server {
 
 class BoundedHttpServer : public httplib::Server {
  public:
-  // From the first byte of a request to the end of its body; the default is httplib's read
-  // timeout. A request not read by then is dropped with its connection.
+  BoundedHttpServer();
+  ~BoundedHttpServer() override;
+
+  // Threads that answer whole requests; each is held while its handler runs.
+  void set_worker_threads(size_t n) { worker_threads_ = n; }
+  // From the first byte of a request to the end of its body; a request not read by then is
+  // dropped with its connection.
   void set_request_timeout(std::chrono::milliseconds timeout) { request_timeout_ = timeout; }
+  // Connections reading a request or waiting for their next one; past this many, the one that
+  // has waited longest is dropped.
+  void set_max_waiting_connections(size_t n) { max_waiting_ = n; }
 
  private:
-  bool process_and_close_socket(socket_t sock) override;
-  bool next_request_arrives(socket_t sock) const;
+  class Stage;
 
+  bool process_and_close_socket(socket_t sock) override;
+
+  size_t worker_threads_ = 8;
   std::chrono::milliseconds request_timeout_{10000};
+  size_t max_waiting_ = 512;
+  Stage* stage_ = nullptr;  // while listening
 };
 
 }  // namespace hfstatic::server

@@ -147,7 +147,7 @@ void Server::Impl::routes() {
   // Connections waiting for a slot and streams each hold a thread; leave room to answer the
   // requests past the queue (503), health checks and bad requests meanwhile.
   const size_t threads = size_t(options.slots + options.queue) + 16;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http.set_worker_threads(threads);
   http.set_payload_max_length(options.max_body_bytes);
   http.set_read_timeout(options.read_timeout_s, 0);
   http.set_request_timeout(std::chrono::seconds(options.read_timeout_s));

@@ -414,6 +414,60 @@ def c_slow_clients(a):
     return {"health": h.get("status"), "health_wait_s": round(waited, 2), "dropped": len(dropped)}
 
 
+def c_slow_flood(a):
+    """Many connections that send half a header, then a byte a second, and reconnect when
+    dropped: /health and a completion still answer at once, probed for `--seconds`."""
+    half = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le"
+    socks, opened, stop = [], [0], threading.Event()
+
+    def connect():
+        s = socket.create_connection((a.host, a.port), timeout=2)
+        s.sendall(half)
+        opened[0] += 1
+        return s
+
+    def flood():
+        socks.extend(connect() for _ in range(a.requests))
+        while not stop.wait(1.0):
+            for i, s in enumerate(socks):
+                try:
+                    try:
+                        gone = s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+                    except BlockingIOError:
+                        gone = False
+                    if gone:
+                        raise ConnectionResetError
+                    s.sendall(b"n")
+                except OSError:  # dropped by the server: come back
+                    s.close()
+                    try:
+                        socks[i] = connect()
+                    except OSError:
+                        pass
+
+    t = threading.Thread(target=flood)
+    t.start()
+    try:
+        wait_for(lambda: opened[0] >= a.requests, 30, f"{a.requests} connections")
+        worst, probes, end = 0.0, 0, time.monotonic() + a.seconds
+        while time.monotonic() < end:
+            start = time.monotonic()
+            expect(health()["status"] == "ok", "health")
+            worst = max(worst, time.monotonic() - start)
+            probes += 1
+            time.sleep(0.2)
+        start = time.monotonic()
+        completion("still served", 2)
+        completion_s = time.monotonic() - start
+    finally:
+        stop.set()
+        t.join()
+        for s in socks:
+            s.close()
+    return {"connections": opened[0], "probes": probes, "worst_health_s": round(worst, 3),
+            "completion_s": round(completion_s, 3)}
+
+
 def c_auth(a):
     saved = ARGS.api_key
     ARGS.api_key = ""
@@ -458,7 +512,8 @@ def c_cli(a):
 
 
 CHECKS = {"basic": c_basic, "stream": c_stream, "concurrent": c_concurrent, "queue": c_queue, "disconnect": c_disconnect,
-          "bad": c_bad, "framing": c_framing, "slow_clients": c_slow_clients, "auth": c_auth, "cli": c_cli}
+          "bad": c_bad, "framing": c_framing, "slow_clients": c_slow_clients, "slow_flood": c_slow_flood,
+          "auth": c_auth, "cli": c_cli}
 
 
 def main():
@@ -472,6 +527,7 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=12)
     ap.add_argument("--max-context", type=int, default=512)
     ap.add_argument("--requests", type=int, default=6)
+    ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--cli", default="")
     ap.add_argument("--model", default="")
     ARGS = ap.parse_args()
