@@ -6,6 +6,7 @@
 #include "cli/args.h"
 #include "export/exporter.h"
 #include "export/make_checkpoint.h"
+#include "format/program_spec.h"
 #include "util/error.h"
 
 namespace hfstatic::cli {
@@ -50,8 +51,9 @@ int run_export(const std::vector<std::string>& argv) {
   if (args.has("--group-size")) {
     if (!options.quant) throw UsageError{"flag --group-size: only with --weights-dtype int8 or int4"};
     options.quant->group = args.get_int("--group-size", 32, 32, 128);
-    if (options.quant->group != 32 && options.quant->group != 64 && options.quant->group != 128)
-      throw UsageError{"flag --group-size: " + std::to_string(options.quant->group) + " is not one of 32|64|128"};
+    if (!is_quant_group_size(options.quant->group))
+      throw UsageError{"flag --group-size: " + std::to_string(options.quant->group) + " is not one of " +
+                       quant_group_sizes_text()};
   }
   const bool show_progress = !args.has("--quiet") && ::isatty(STDERR_FILENO);
   if (show_progress) {

@@ -62,7 +62,7 @@ void quantize_row(const std::string& name, const float* x, int64_t row, int64_t 
 
 std::string fitting_group_sizes(int64_t cols) {
   std::string fits;
-  for (int64_t g : {32, 64, 128})
+  for (int64_t g : kQuantGroupSizes)
     if (cols % g == 0) fits += cat(fits.empty() ? "" : ", ", g);
   return fits.empty() ? "none: the width is not a multiple of 32" : "group sizes that fit: " + fits;
 }
@@ -94,6 +94,8 @@ void quantize_matrix(const std::string& name, const float* x, int64_t rows, int6
 std::set<std::string> quantize_graph(ProgramSpec& spec, const WeightQuant& q, const std::vector<WeightUse>& weights) {
   std::map<std::string, Shape> shapes;
   for (const WeightUse& w : weights) shapes[w.name] = w.shape;
+  if (!is_quant_group_size(q.group))
+    fail("--group-size ", q.group, " is not a group size the kernels implement (", quant_group_sizes_text(), ")");
   std::set<std::string> quantized;
   for (MethodSpec& m : spec.methods)
     for (NodeSpec& node : m.nodes) {

@@ -1,5 +1,7 @@
 #include "format/program_spec.h"
 
+#include <iterator>
+
 #include "util/error.h"
 
 namespace hfstatic {
@@ -37,6 +39,20 @@ json weight_quant_attrs(const WeightQuant& q) {
   return {{kWeightDtypeAttr, dtype_name(q.dtype)}, {kGroupSizeAttr, q.group}};
 }
 
+bool is_quant_group_size(int64_t group) {
+  for (int64_t g : kQuantGroupSizes)
+    if (g == group) return true;
+  return false;
+}
+
+std::string quant_group_sizes_text() {
+  const size_t n = std::size(kQuantGroupSizes);
+  std::string text;
+  for (size_t i = 0; i < n; ++i)
+    text += (i == 0 ? "" : i + 1 == n ? " or " : ", ") + std::to_string(kQuantGroupSizes[i]);
+  return text;
+}
+
 std::optional<WeightQuant> weight_quant_from_attrs(const json& attrs) {
   auto it = attrs.find(kWeightDtypeAttr);
   if (it == attrs.end()) return std::nullopt;
@@ -49,9 +65,9 @@ std::optional<WeightQuant> weight_quant_from_attrs(const json& attrs) {
     fail("attribute '", kWeightDtypeAttr, "' = ", it->dump(), " is not \"int8\" or \"int4\"");
   auto g = attrs.find(kGroupSizeAttr);
   if (g == attrs.end()) fail("attribute '", kGroupSizeAttr, "' is missing (a quantized weight needs it)");
-  if (!g->is_number_integer() || g->get<int64_t>() < 32 || g->get<int64_t>() > (int64_t(1) << 30) ||
-      g->get<int64_t>() % 32 != 0)
-    fail("attribute '", kGroupSizeAttr, "' = ", g->dump(), " is not a positive multiple of 32");
+  if (!g->is_number_integer() || !is_quant_group_size(g->get<int64_t>()))
+    fail("attribute '", kGroupSizeAttr, "' = ", g->dump(), " is not a group size the kernels implement (",
+         quant_group_sizes_text(), ")");
   q.group = g->get<int64_t>();
   return q;
 }

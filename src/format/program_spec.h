@@ -60,11 +60,16 @@ struct WeightQuant {
 };
 inline constexpr const char* kWeightDtypeAttr = "weight_dtype";
 inline constexpr const char* kGroupSizeAttr = "group_size";
+// The group sizes the kernels implement, the only ones a program may hold.
+inline constexpr int64_t kQuantGroupSizes[] = {32, 64, 128};
+bool is_quant_group_size(int64_t group);
+// "32, 64 or 128"
+std::string quant_group_sizes_text();
 // The attributes of a node with a quantized weight.
 nlohmann::json weight_quant_attrs(const WeightQuant& q);
 // nullopt when the attributes name no weight_dtype (float weights); throws Error naming the
-// attribute when they are malformed (unknown dtype, group size missing or not a positive
-// multiple of 32).
+// attribute when they are malformed (unknown dtype, group size missing or not one of
+// kQuantGroupSizes).
 std::optional<WeightQuant> weight_quant_from_attrs(const nlohmann::json& attrs);
 // Shape of the stored tensor holding a quantized [rows, cols] matrix (int4: two values a byte).
 Shape quantized_storage_shape(const WeightQuant& q, const Shape& logical);

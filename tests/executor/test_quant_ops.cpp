@@ -187,7 +187,12 @@ TEST_F(QuantErrors, GroupSizeThatDoesNotDivideTheWidth) {
               HasSubstr("attribute 'group_size' = 128 does not divide the 64 input features of input 1 'w' "
                         "(uint8 [4, 32])"));
   EXPECT_THAT(linear_error([](Graph&, json& a, auto&) { a["group_size"] = 48; }),
-              HasSubstr("attribute 'group_size' = 48 is not a positive multiple of 32"));
+              HasSubstr("attribute 'group_size' = 48 is not a group size the kernels implement (32, 64 or 128)"));
+  // Multiples of 32 that divide the width but that no kernel implements: refused, not misread.
+  for (int group : {96, 192, 576})
+    EXPECT_THAT(linear_error([group](Graph&, json& a, auto&) { a["group_size"] = group; }),
+                HasSubstr("attribute 'group_size' = " + std::to_string(group) +
+                          " is not a group size the kernels implement (32, 64 or 128)"));
   EXPECT_THAT(linear_error([](Graph&, json& a, auto&) { a.erase("group_size"); }),
               HasSubstr("attribute 'group_size' is missing (a quantized weight needs it)"));
 }
