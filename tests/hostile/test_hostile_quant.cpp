@@ -1,6 +1,8 @@
 // Hostile quantized programs: a real int4 export with one thing broken (scales missing, short,
 // mistyped, of another group size; values not packed; quantized weights in a version-1 file)
 // is refused when loaded, before any step, with an error naming the program and the tensor.
+// Quantized programs with each tensor moved to the end of a page-aligned file run on every ISA
+// (a kernel that reads past a tensor would fault at the end of the mapping).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +13,8 @@
 #include "format/program.h"
 #include "hostile_support.h"
 #include "io/io_manager.h"
+#include "program_file_edit.h"
+#include "runner/runner.h"
 #include "test_support.h"
 #include "util/mapped_file.h"
 
@@ -145,6 +149,66 @@ TEST_F(HostileQuant, QuantizedWeightsInAVersionOneFile) {
   EXPECT_THAT(error_of([&] { Program::load(path); }),
               HasSubstr("v1.hfs: program spec: format_version 1 cannot hold quantized weights (a node has attribute "
                         "'weight_dtype'); quantized programs are format_version 3"));
+}
+
+class QuantTensorAtTheEnd : public testing::TestWithParam<std::tuple<const char*, DType, int64_t>> {};
+
+TEST_P(QuantTensorAtTheEnd, EveryTensorAtTheEndOfAPageAlignedFileRuns) {
+  const auto [preset, dtype, group] = GetParam();
+  test::TempDir dir("quant-at-end");
+  ExportOptions o;
+  o.graph.prefill_len = 4;
+  o.graph.max_context = 16;
+  o.quant = WeightQuant{dtype, group};
+  const std::string original = dir.file("q.hfs");
+  export_program(test::cached_checkpoint(preset, 1), original, o);
+  std::vector<std::string> names;
+  const auto program = Program::load(original);
+  for (const TensorInfo& t : program->container().tensors()) names.push_back(t.name);
+  ASSERT_GT(names.size(), 10u);
+  // Prefill steps for the prompt, decode steps for the tokens after it (no prefill fits there).
+  const std::vector<int64_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
+  for (const std::string& name : names) {
+    const std::string moved = dir.file("moved.hfs");
+    fuzz::ProgramFile file(read_text_file(original));
+    file.move_to_page_end(name);
+    const std::string bytes = file.bytes();
+    ASSERT_EQ(bytes.size() % fuzz::ProgramFile::kPage, 0u);
+    hostile::write_bytes(moved, std::vector<uint8_t>(bytes.begin(), bytes.end()));
+    for (kernels::Isa isa : {kernels::Isa::Scalar, kernels::Isa::Avx2, kernels::Isa::Avx512}) {
+      if (!kernels::isa_supported(isa)) continue;
+      RunnerOptions options;
+      options.threads = 1;
+      options.runtime.isa = isa;
+      options.runtime.huge_pages = false;  // the file's own mapping, which ends with the tensor
+      GenerationConfig greedy;
+      greedy.max_new_tokens = 2;
+      greedy.sampling.temperature = 0;
+      std::vector<int64_t> tokens;
+      ASSERT_NO_THROW(tokens = Runner::load(moved, options)->generate_tokens(prompt, greedy).tokens)
+          << name << " on " << kernels::isa_name(isa);
+      EXPECT_EQ(tokens.size(), 2u) << name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Programs, QuantTensorAtTheEnd,
+                         testing::Values(std::make_tuple("tiny-wide", DType::I8, int64_t(32)),
+                                         std::make_tuple("tiny-wide", DType::I4, int64_t(64)),
+                                         std::make_tuple("tiny", DType::I4, int64_t(32))));
+
+// One group as wide as the row (and other multiples of 32 no kernel implements): refused when
+// loaded, naming the program, the node and the sizes allowed.
+TEST_F(HostileQuant, AGroupSizeNoKernelImplements) {
+  for (int group : {96, 160}) {
+    EXPECT_THAT(load_error([group](ProgramSpec& s, auto& t) {
+                  for (auto& n : s.methods[0].nodes)
+                    if (n.inputs.size() > 1 && n.inputs[1] == kDown) n.attrs["group_size"] = group;
+                  resize(t[kDown + ".scales"], DType::F16, {64, 160 / group});
+                }),
+                HasSubstr("broken.hfs: method 'prefill' node 31 (linear): attribute 'group_size' = " +
+                          std::to_string(group) + " is not a group size the kernels implement (32, 64 or 128)"));
+  }
 }
 
 }  // namespace
