@@ -9,7 +9,7 @@ out="$1"
 tool="$2"
 root="$PWD"
 rm -rf "$out"
-mkdir -p "$out"/{program,checkpoint,tokenizer,args}
+mkdir -p "$out"/{program,checkpoint,tokenizer,quant,args}
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 delim=$'\n=====hfstatic-part=====\n'   # fuzz_common.h kDelimiter
@@ -63,6 +63,14 @@ for f in tests/tokenizer/templates/*.jinja; do { printf 'c'; cat "$f"; } > "$out
 # The hostile tokenizer files and templates kept as regressions (each starts with its mode byte).
 for f in tests/regressions/tokenizer/*; do cp "$f" "$out/tokenizer/r-$(basename "$f")"; done
 
+# quant: byte 0 picks a base export (fuzz_quant.cpp), then 4-byte edits (op, a, b, c): each base
+# untouched, each with a tensor moved to the end of the page, and the regressions.
+for b in 0 1 2 3 4 5 6; do
+  printf "\\x0$b" > "$out/quant/base-$b"
+  printf "\\x0$b\\x03\\x00\\x00\\x0$b" > "$out/quant/moved-$b"
+done
+for f in tests/regressions/quant/*; do cp "$f" "$out/quant/r-$(basename "$f")"; done
+
 # args: NUL-separated argv.
 i=0
 while IFS= read -r line; do
@@ -77,4 +85,4 @@ ckpt -o q.hfs --weights-dtype int4 --group-size 64 -q
 --model=model.hfs --tokens 1,2,3 -t 2 --stop END --ignore-eos --chat --system be
 -n -9223372036854775808 --temp=1e308 --top-p nan -- -p positional
 ARGS
-cd "$out" && for h in program checkpoint tokenizer args; do echo "seeds/$h: $(ls "$h" | wc -l) files"; done
+cd "$out" && for h in program checkpoint tokenizer quant args; do echo "seeds/$h: $(ls "$h" | wc -l) files"; done

@@ -5,7 +5,7 @@
 # exception, leak, timeout or out-of-memory); the input that caused it is kept in
 # build-fuzz/fuzz/findings/<harness>/ and the log in build-fuzz/fuzz/logs/<harness>.log.
 # Usage: fuzz/run.sh [SECONDS_PER_HARNESS (default 60)] [HARNESS...]
-#   harnesses: program checkpoint tokenizer args
+#   harnesses: program checkpoint tokenizer quant args
 # Environment: HFSTATIC_TOOL, an hfstatic binary for the seeds (default build/hfstatic, else
 # one is built in build-fuzz); HFSTATIC_JOBS (default nproc).
 set -euo pipefail
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 secs="${1:-60}"
 [ $# -eq 0 ] || shift
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(program checkpoint tokenizer args)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(program checkpoint tokenizer quant args)
 jobs="${HFSTATIC_JOBS:-$(nproc)}"
 build=build-fuzz
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -25,6 +25,7 @@ extern "C" int hfstatic_fuzz_program(const uint8_t* data, size_t size);
 extern "C" int hfstatic_fuzz_checkpoint(const uint8_t* data, size_t size);
 extern "C" int hfstatic_fuzz_tokenizer(const uint8_t* data, size_t size);
 extern "C" int hfstatic_fuzz_args(const uint8_t* data, size_t size);
+extern "C" int hfstatic_fuzz_quant(const uint8_t* data, size_t size);
 
 namespace hfstatic {
 namespace {
@@ -88,6 +89,12 @@ TEST(Regressions, Tokenizer) {
 }
 
 TEST(Regressions, Args) { replay("args", hfstatic_fuzz_args); }
+
+// A group as wide as the row (576) on each quantized node, its scales [N, 1], at the file's end.
+TEST(Regressions, Quant) {
+  ASSERT_FALSE(files_of("quant").empty());
+  replay("quant", hfstatic_fuzz_quant);
+}
 
 }  // namespace
 }  // namespace hfstatic
