@@ -34,6 +34,10 @@ Decoder parse_decoder(const json& j, const std::string& where) {
       fail(where, ".pattern: empty String pattern");
     }
     d.content = get_string(j, "content", where);
+    if (d.content.size() > kMaxInsertBytes)
+      fail(where, ".content: ", d.content.size(), " bytes; what a Replace inserts is at most ", kMaxInsertBytes,
+           " bytes");
+    d.name = cat(where, " (Replace)");
   } else if (type == "WordPiece") {
     d.type = DecoderType::kWordPiece;
     d.prefix = j.contains("prefix") && j["prefix"].is_string() ? j["prefix"].get<std::string>() : "##";
@@ -165,14 +169,22 @@ void apply_decoder(const Decoder& d, std::vector<std::string>& tokens) {
       tokens.assign(1, unicode::to_valid_utf8(bytes));
       break;
     }
-    case DecoderType::kReplace:
+    case DecoderType::kReplace: {
+      // The tokens together may grow as much as one text would.
+      size_t input_bytes = 0, output_bytes = 0;
+      for (const auto& t : tokens) input_bytes += t.size();
+      const size_t limit = growth_limit(input_bytes);
+      std::string out;
       for (auto& t : tokens) {
-        if (d.regex)
-          t = d.regex->replace_all(t, d.content);
-        else
-          replace_all(t, d.pattern, d.content);
+        const size_t room = limit - output_bytes;
+        const bool fits =
+            d.regex ? d.regex->replace_all(t, d.content, out, room) : replace_all(t, d.pattern, d.content, room);
+        if (!fits) fail_growth(d.name, input_bytes);
+        if (d.regex) t.swap(out);
+        output_bytes += t.size();
       }
       break;
+    }
     case DecoderType::kWordPiece:
       for (size_t i = 0; i < tokens.size(); ++i) {
         std::string& t = tokens[i];

@@ -128,7 +128,10 @@ void Tokenizer::Impl::unigram_word(std::string_view word, std::vector<int32_t>& 
       for (char c : unknown) out.push_back(byte_fallback_ids[static_cast<unsigned char>(c)]);
       continue;
     }
-    if (!unk_id) fail("unigram: the text has a piece that is not in the vocabulary, and the model has no unk_id");
+    if (!unk_id)
+      fail(
+          "tokenizer.json: model.unk_id: the text has a piece that is not in the Unigram vocabulary, and the model "
+          "has no unk_id");
     out.push_back(*unk_id);
   }
 }

@@ -18,6 +18,32 @@ std::shared_ptr<const Regex> compile_normalizer_regex(const std::string& pattern
   }
 }
 
+// What a Replace or Prepend inserts, refused past kMaxInsertBytes.
+std::string insert_string(const json& j, const char* key, const std::string& where) {
+  std::string content = get_string(j, key, where);
+  if (content.size() > kMaxInsertBytes)
+    fail(where, ".", key, ": ", content.size(), " bytes; what a normalizer inserts is at most ", kMaxInsertBytes,
+         " bytes");
+  return content;
+}
+
+// Bytes out per byte in, at most: compatibility decompositions make up to 18 code points of one,
+// canonical ones and case mappings a few bytes of two.
+double growth_factor(const Normalizer& n) {
+  switch (n.type) {
+    case NormalizerType::kNfkc:
+    case NormalizerType::kNfkd: return 18;
+    case NormalizerType::kNfc:
+    case NormalizerType::kNfd: return 4;
+    case NormalizerType::kLowercase: return 2;
+    case NormalizerType::kBert: return 2 * (n.strip_accents ? 4 : 1) * (n.lowercase ? 2 : 1);
+    case NormalizerType::kReplace:
+      // Regex matches are never empty: each replaces at least one byte.
+      return std::max<double>(1, double(n.content.size()) / double(n.regex ? 1 : n.pattern.size()));
+    default: return 1;
+  }
+}
+
 void parse_bert_normalizer(Normalizer& n, const json& j) {
   n.type = NormalizerType::kBert;
   n.clean_text = get_bool(j, "clean_text", true);
@@ -35,8 +61,13 @@ Normalizer parse_normalizer(const json& j, const std::string& where) {
     n.type = NormalizerType::kSequence;
     const json& list = require(j, "normalizers", where);
     if (!list.is_array()) fail(where, ".normalizers: expected an array");
-    for (size_t i = 0; i < list.size(); ++i)
+    for (size_t i = 0; i < list.size(); ++i) {
       n.children.push_back(parse_normalizer(list[i], cat(where, ".normalizers[", i, "]")));
+      n.growth *= n.children.back().growth;
+      if (n.growth > kMaxChainGrowth)
+        fail(n.children.back().name, ": the normalizers up to this one may make ", n.growth, " bytes of one; at most ",
+             kMaxChainGrowth, " is accepted");
+    }
   } else if (type == "NFC") {
     n.type = NormalizerType::kNfc;
   } else if (type == "NFD") {
@@ -62,10 +93,10 @@ Normalizer parse_normalizer(const json& j, const std::string& where) {
       n.regex = compile_normalizer_regex(n.pattern, where);
     else if (n.pattern.empty())
       fail(where, ".pattern: empty String pattern");
-    n.content = get_string(j, "content", where);
+    n.content = insert_string(j, "content", where);
   } else if (type == "Prepend") {
     n.type = NormalizerType::kPrepend;
-    n.content = get_string(j, "prepend", where);
+    n.content = insert_string(j, "prepend", where);
   } else if (type == "Strip") {
     n.type = NormalizerType::kStrip;
     n.strip_left = get_bool(j, "strip_left", true);
@@ -73,6 +104,8 @@ Normalizer parse_normalizer(const json& j, const std::string& where) {
   } else {
     fail(where, ": unsupported normalizer type \"", type, "\"");
   }
+  n.name = cat(where, " (", type, ")");
+  if (n.type != NormalizerType::kSequence) n.growth = growth_factor(n);
   return n;
 }
 
@@ -157,11 +190,16 @@ void apply_strip(const Normalizer& n, std::string& s) {
 
 }  // namespace
 
-void apply_normalizer(const Normalizer& n, std::string& s) {
+namespace {
+
+// Every step's output stays within `limit` (what the chain's input allows): the steps that can
+// grow without bound stop as they pass it, the others grow their input a few times at most.
+void apply_bounded(const Normalizer& n, std::string& s, size_t limit, size_t input_bytes) {
+  bool fits = true;
   switch (n.type) {
     case NormalizerType::kSequence:
-      for (const auto& c : n.children) apply_normalizer(c, s);
-      break;
+      for (const auto& c : n.children) apply_bounded(c, s, limit, input_bytes);
+      return;
     case NormalizerType::kNfc: s = unicode::nfc(s); break;
     case NormalizerType::kNfd: s = unicode::normalize(s, unicode::Form::kNfd); break;
     case NormalizerType::kNfkc: s = unicode::normalize(s, unicode::Form::kNfkc); break;
@@ -169,18 +207,32 @@ void apply_normalizer(const Normalizer& n, std::string& s) {
     case NormalizerType::kLowercase: s = unicode::lowercase(s); break;
     case NormalizerType::kStripAccents: s = strip_nonspacing_marks(s); break;
     case NormalizerType::kBert: apply_bert(n, s); break;
-    case NormalizerType::kPrecompiled: s = apply_precompiled(*n.charsmap, s); break;
+    case NormalizerType::kPrecompiled: {
+      std::string out;
+      fits = apply_precompiled(*n.charsmap, s, out, limit);
+      if (fits) s.swap(out);
+      break;
+    }
     case NormalizerType::kReplace:
-      if (n.regex)
-        s = n.regex->replace_all(s, n.content);
-      else
-        replace_all(s, n.pattern, n.content);
+      if (n.regex) {
+        std::string out;
+        fits = n.regex->replace_all(s, n.content, out, limit);
+        if (fits) s.swap(out);
+      } else {
+        fits = replace_all(s, n.pattern, n.content, limit);
+      }
       break;
     case NormalizerType::kPrepend:
-      if (!s.empty()) s.insert(0, n.content);
+      fits = s.size() + n.content.size() <= limit;
+      if (fits && !s.empty()) s.insert(0, n.content);
       break;
     case NormalizerType::kStrip: apply_strip(n, s); break;
   }
+  if (!fits || s.size() > limit) fail_growth(n.name, input_bytes);
 }
+
+}  // namespace
+
+void apply_normalizer(const Normalizer& n, std::string& s) { apply_bounded(n, s, growth_limit(s.size()), s.size()); }
 
 }  // namespace hfstatic::tokenizer

@@ -123,6 +123,11 @@ PreTokenizer parse_pre_tokenizer(const json& j, const std::string& where) {
     p.type = PreTokenizerType::kMetaspace;
     p.replacement = j.contains("replacement") && j["replacement"].is_string() ? j["replacement"].get<std::string>()
                                                                               : std::string("\xE2\x96\x81");
+    // One character, as in Hugging Face: each space becomes it, a string would multiply the text.
+    char32_t cp;
+    if (p.replacement.empty() || !unicode::is_valid_utf8(p.replacement) ||
+        unicode::decode(p.replacement.data(), p.replacement.data() + p.replacement.size(), cp) != p.replacement.size())
+      fail(where, ".replacement: expected one character, not ", p.replacement.size(), " bytes");
     p.prepend_scheme = parse_prepend_scheme(j, where);
     p.split = get_bool(j, "split", true);
   } else {

@@ -117,8 +117,11 @@ std::shared_ptr<const PrecompiledCharsmap> parse_precompiled_charsmap(const nloh
   return map;
 }
 
-std::string apply_precompiled(const PrecompiledCharsmap& charsmap, std::string_view s) {
-  if (charsmap.units.empty()) return std::string(s);
+bool apply_precompiled(const PrecompiledCharsmap& charsmap, std::string_view s, std::string& result, size_t limit) {
+  if (charsmap.units.empty()) {
+    result.assign(s);
+    return true;
+  }
   std::string out;
   out.reserve(s.size());
   const char* end = s.data() + s.size();
@@ -126,8 +129,10 @@ std::string apply_precompiled(const PrecompiledCharsmap& charsmap, std::string_v
     const size_t e = cluster_end(s, i);
     const std::string_view cluster = s.substr(i, e - i);
     i = e;
+    if (out.size() > limit) return false;
     if (cluster.size() < 6) {
       if (auto mapped = charsmap.transform(cluster)) {
+        if (mapped->size() > limit - out.size()) return false;
         out.append(*mapped);
         continue;
       }
@@ -137,13 +142,13 @@ std::string apply_precompiled(const PrecompiledCharsmap& charsmap, std::string_v
       const size_t len = unicode::decode(cluster.data() + k, end, cp);
       const std::string_view ch = cluster.substr(k, len);
       k += len;
-      if (auto mapped = charsmap.transform(ch))
-        out.append(*mapped);
-      else
-        out.append(ch);
+      const std::string_view piece = charsmap.transform(ch).value_or(ch);
+      if (piece.size() > limit - std::min(limit, out.size())) return false;
+      out.append(piece);
     }
   }
-  return unicode::to_valid_utf8(out);
+  result = unicode::to_valid_utf8(out);
+  return result.size() <= limit;
 }
 
 }  // namespace hfstatic::tokenizer

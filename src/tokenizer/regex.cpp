@@ -211,19 +211,20 @@ void Regex::find_all(std::string_view text, std::vector<std::pair<size_t, size_t
   }
 }
 
-std::string Regex::replace_all(std::string_view text, std::string_view content) const {
+bool Regex::replace_all(std::string_view text, std::string_view content, std::string& out, size_t limit) const {
   std::vector<std::pair<size_t, size_t>> matches;
   find_all(text, matches);
-  if (matches.empty()) return std::string(text);
-  std::string out;
+  out.clear();
   size_t pos = 0;
   for (const auto& [b, e] : matches) {
+    if (out.size() + (b - pos) + content.size() > limit) return false;
     out.append(text.substr(pos, b - pos));
     out.append(content);
     pos = e;
   }
+  if (out.size() + (text.size() - pos) > limit) return false;
   out.append(text.substr(pos));
-  return out;
+  return true;
 }
 
 }  // namespace hfstatic::tokenizer

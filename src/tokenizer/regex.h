@@ -29,8 +29,8 @@ class Regex {
   // Appends the byte ranges [begin, end) of every non-empty, non-overlapping match in `text`
   // (valid UTF-8), leftmost-first, in order. Throws Error when the step budget is exhausted.
   void find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& matches) const;
-  // Replaces every match with `content`.
-  std::string replace_all(std::string_view text, std::string_view content) const;
+  // Replaces every match with `content`; false, `out` unspecified, when it would pass `limit` bytes.
+  bool replace_all(std::string_view text, std::string_view content, std::string& out, size_t limit = SIZE_MAX) const;
   const std::string& pattern() const { return pattern_; }
 
   struct Program;

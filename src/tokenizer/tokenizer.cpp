@@ -10,6 +10,7 @@
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 #include "util/error.h"
+#include "util/json_failure.h"
 #include "util/json_limits.h"
 #include "util/mapped_file.h"
 
@@ -106,18 +107,25 @@ std::string token_id_range_error(int64_t id, int64_t id_limit) {
   return cat("id ", id, " is out of range [0, ", id_limit, ") for a file of this many vocab and added_tokens entries");
 }
 
-// Replaces every occurrence of `from` by `to`.
-void replace_all(std::string& s, std::string_view from, std::string_view to) {
-  if (from.empty() || s.find(from) == std::string::npos) return;
+bool replace_all(std::string& s, std::string_view from, std::string_view to, size_t limit) {
+  if (from.empty() || s.find(from) == std::string::npos) return s.size() <= limit;
   std::string out;
-  out.reserve(s.size());
+  out.reserve(std::min(s.size(), limit));
   size_t pos = 0;
   for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size()) {
+    if (out.size() + (hit - pos) + to.size() > limit) return false;
     out.append(s, pos, hit - pos);
     out.append(to);
   }
+  if (out.size() + (s.size() - pos) > limit) return false;
   out.append(s, pos, std::string::npos);
   s.swap(out);
+  return true;
+}
+
+void fail_growth(const std::string& what, size_t input_bytes) {
+  fail(what, ": the output grows past ", growth_limit(input_bytes), " bytes (", kGrowthFactor, " x the ", input_bytes,
+       " bytes of input + ", kGrowthSlack, ", at most ", kMaxGrownBytes, ")");
 }
 
 }  // namespace tokenizer
@@ -143,12 +151,11 @@ char32_t cp_at(std::string_view s, size_t pos) {
 }
 
 json parse_json_text(const std::string& text, const char* name) {
-  json root;
-  try {
-    root = parse_json_limited(text, name);
-    if (root.is_discarded()) root = json::parse(text);  // for the parser's message
-  } catch (const json::exception& e) {
-    fail(name, ": invalid JSON: ", e.what());
+  std::string why;
+  const json root = parse_json_limited(text, name, kMaxJsonDepth, &why);
+  if (root.is_discarded()) {
+    if (std::string number = json_number_error(text, name); !number.empty()) throw Error(number);
+    fail(name, ": invalid JSON ", why);
   }
   if (!root.is_object()) fail(name, ": expected a JSON object at the top level");
   return root;
@@ -251,8 +258,34 @@ void Tokenizer::Impl::model_word(std::string_view word, std::vector<int32_t>& ou
   }
 }
 
-void Tokenizer::Impl::encode_section(std::string_view text, bool first_section, std::vector<int32_t>& out) const {
-  thread_local Pieces a, b;
+namespace {
+
+// The buffers of a thread's encodes, given back after a large text rather than kept for the
+// thread's life.
+struct SectionBuffers {
+  Pieces a, b;
+  void trim() {
+    constexpr size_t kKeepBytes = size_t{1} << 20;
+    for (Pieces* p : {&a, &b}) {
+      if (p->buf.capacity() > kKeepBytes) std::string().swap(p->buf);
+      if (p->ranges.capacity() * sizeof(p->ranges[0]) > kKeepBytes) decltype(p->ranges)().swap(p->ranges);
+    }
+  }
+};
+
+struct TrimOnExit {
+  SectionBuffers& buffers;
+  ~TrimOnExit() { buffers.trim(); }
+};
+
+}  // namespace
+
+void Tokenizer::Impl::encode_section(std::string_view text, bool first_section, std::vector<int32_t>& out,
+                                     size_t max_tokens) const {
+  thread_local SectionBuffers buffers;
+  const TrimOnExit trim{buffers};
+  Pieces& a = buffers.a;
+  Pieces& b = buffers.b;
   a.buf.assign(text);
   if (normalizer) apply_normalizer(*normalizer, a.buf);
   a.ranges.clear();
@@ -262,10 +295,17 @@ void Tokenizer::Impl::encode_section(std::string_view text, bool first_section, 
     apply_pre_tokenizer(*pre_tokenizer, first_section, a, b);
     result = &b;
   }
-  for (const auto& [s, e] : result->ranges) model_word(std::string_view(result->buf.data() + s, e - s), out);
+  for (const auto& [s, e] : result->ranges) {
+    // A piece longer than the remaining tokens can stand for is refused before the model runs.
+    const size_t room = max_tokens - std::min(max_tokens, out.size());
+    if (max_piece_bytes_per_token > 0 && (e - s) / max_piece_bytes_per_token > room) throw TokenLimitError(max_tokens);
+    model_word(std::string_view(result->buf.data() + s, e - s), out);
+    if (out.size() > max_tokens) throw TokenLimitError(max_tokens);
+  }
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view input, bool add_special_tokens, bool parse_special) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view input, bool add_special_tokens, bool parse_special,
+                                       size_t max_tokens) const {
   const Impl& t = *impl_;
   std::string repaired;
   if (!unicode::is_valid_utf8(input)) {
@@ -322,12 +362,15 @@ std::vector<int32_t> Tokenizer::encode(std::string_view input, bool add_special_
         me += len;
       }
     }
-    if (mb > section_start) t.encode_section(input.substr(section_start, mb - section_start), section_start == 0, ids);
+    if (mb > section_start)
+      t.encode_section(input.substr(section_start, mb - section_start), section_start == 0, ids, max_tokens);
     ids.push_back(tok.id);
+    if (ids.size() > max_tokens) throw TokenLimitError(max_tokens);
     section_start = i = me;
   }
-  if (section_start < n) t.encode_section(input.substr(section_start), section_start == 0, ids);
+  if (section_start < n) t.encode_section(input.substr(section_start), section_start == 0, ids, max_tokens);
   if (add_special_tokens) ids.insert(ids.end(), t.post_suffix.begin(), t.post_suffix.end());
+  if (ids.size() > max_tokens) throw TokenLimitError(max_tokens);
   return ids;
 }
 
@@ -383,6 +426,15 @@ Tokenizer Tokenizer::from_json(const std::string& tokenizer_json, const std::str
       tokenizer_config_json.empty() ? json::object() : parse_json_text(tokenizer_config_json, "tokenizer_config.json");
   parse_config(t, config);
   if (!has_post) config_post_processor(t, config);
+  // A BPE token is a vocabulary entry, a byte or an unknown character (at most 4 bytes), unless
+  // runs of unknown characters fuse into one.
+  const bool all_bytes = t.byte_fallback && std::all_of(std::begin(t.byte_fallback_ids), std::end(t.byte_fallback_ids),
+                                                        [](int32_t id) { return id >= 0; });
+  if (t.model_type == ModelType::kBpe && (!t.fuse_unk || all_bytes)) {
+    size_t longest = 4;
+    for (const auto& token : t.id_to_token) longest = std::max(longest, token.size());
+    t.max_piece_bytes_per_token = longest;
+  }
   return Tokenizer(std::move(impl));
 }
 

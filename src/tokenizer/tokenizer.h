@@ -10,7 +10,20 @@
 #include <string_view>
 #include <vector>
 
+#include "util/error.h"
+
 namespace hfstatic {
+
+// Thrown by Tokenizer::encode when the text makes more tokens than its max_tokens.
+class TokenLimitError : public Error {
+ public:
+  explicit TokenLimitError(size_t max_tokens)
+      : Error(cat("more than ", max_tokens, " tokens")), max_tokens_(max_tokens) {}
+  size_t max_tokens() const { return max_tokens_; }
+
+ private:
+  size_t max_tokens_;
+};
 
 class Tokenizer {
  public:
@@ -26,7 +39,12 @@ class Tokenizer {
   // Invalid UTF-8 in `text` is replaced by U+FFFD per maximal ill-formed subsequence first.
   // add_special_tokens: apply the post-processor (bos/eos...). parse_special: recognise special
   // added tokens written in the text; when false they are tokenized as ordinary text.
-  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = true, bool parse_special = true) const;
+  // max_tokens: throws TokenLimitError ("more than N tokens") as soon as the ids would pass it,
+  // having tokenized little more than the text of those tokens: callers that can only take so
+  // many (a model's context) pass that many.
+  static constexpr size_t kNoTokenLimit = SIZE_MAX;
+  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = true, bool parse_special = true,
+                              size_t max_tokens = kNoTokenLimit) const;
   // Ids outside [0, vocab_size()) throw Error. Output is always valid UTF-8.
   std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
 

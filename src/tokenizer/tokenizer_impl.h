@@ -87,6 +87,8 @@ enum class NormalizerType {
 struct PrecompiledCharsmap;
 struct Normalizer {
   NormalizerType type;
+  std::string name;              // for errors: where it is in tokenizer.json and its type
+  double growth = 1;             // how many times its input it may make at most (1 where unknown)
   std::string pattern, content;  // Replace: pattern (or regex) -> content; Prepend: content
   std::shared_ptr<const Regex> regex;
   bool strip_left = false, strip_right = false;
@@ -137,6 +139,7 @@ enum class DecoderType {
 };
 struct Decoder {
   DecoderType type;
+  std::string name;              // for errors: where it is in tokenizer.json and its type
   std::string pattern, content;  // Replace (a string or `regex`); Strip uses content
   std::shared_ptr<const Regex> regex;
   std::string prefix;                           // WordPiece prefix, BPEDecoder suffix
@@ -234,7 +237,11 @@ struct Tokenizer::Impl {
   void wordpiece_word(std::string_view word, std::vector<int32_t>& out) const;
   void unigram_word(std::string_view word, std::vector<int32_t>& out) const;
   void merge_symbols(std::vector<int32_t>& syms) const;
-  void encode_section(std::string_view text, bool first_section, std::vector<int32_t>& out) const;
+  // Throws TokenLimitError when `out` would pass max_tokens ids.
+  void encode_section(std::string_view text, bool first_section, std::vector<int32_t>& out, size_t max_tokens) const;
+  // The most bytes of a pre-tokenized piece one token stands for; 0 when unbounded (unknown
+  // characters fused into one unk, WordPiece's unk for a whole word).
+  size_t max_piece_bytes_per_token = 0;
   std::string decode(const std::vector<int32_t>& ids, bool skip_special) const;
 };
 
@@ -251,18 +258,38 @@ PrependScheme parse_prepend_scheme(const nlohmann::json& j, const std::string& w
 std::optional<int32_t> lookup_token(const Tokenizer::Impl& t, std::string_view s);
 
 // Text helpers (tokenizer.cpp).
-void replace_all(std::string& s, std::string_view from, std::string_view to);  // every occurrence
+// Replaces every occurrence; false, with `s` unchanged, when the result would pass `limit` bytes.
+bool replace_all(std::string& s, std::string_view from, std::string_view to, size_t limit = SIZE_MAX);
 char32_t cp_before(std::string_view s, size_t pos);  // the code point ending at pos; 0 at the start
+
+// What a normalizer chain, or a decoder's Replace, may make of its input: at most kGrowthFactor
+// times its bytes plus kGrowthSlack, and never over kMaxGrownBytes. Real files stay far below
+// (NFKC makes at most 11 bytes of one, Replace " " -> "\u2581" 3); past it an encode is refused.
+inline constexpr size_t kGrowthFactor = 32;
+inline constexpr size_t kGrowthSlack = size_t{64} << 10;
+inline constexpr size_t kMaxGrownBytes = size_t{512} << 20;
+inline size_t growth_limit(size_t input_bytes) {
+  return std::min(kMaxGrownBytes, std::min(input_bytes, kMaxGrownBytes) * kGrowthFactor + kGrowthSlack);
+}
+// Checked at load: what a Replace or Prepend inserts, and the product of the growth factors of a
+// normalizer chain (40 Replaces "a" -> "aa" would make 2^40 bytes of one).
+inline constexpr size_t kMaxInsertBytes = 1024;
+inline constexpr double kMaxChainGrowth = double(1 << 20);
+// "WHAT: the output grows past N bytes (...)" for a refused encode or decode.
+[[noreturn]] void fail_growth(const std::string& what, size_t input_bytes);
 
 // normalizer.cpp
 Normalizer parse_normalizer(const nlohmann::json& j, const std::string& where);
+// Throws Error naming the normalizer when its output would pass growth_limit(s.size()).
 void apply_normalizer(const Normalizer& n, std::string& s);
 
 // precompiled.cpp: SentencePiece's precompiled_charsmap (a double-array trie over UTF-8 with the
 // normalized strings after it).
 std::shared_ptr<const PrecompiledCharsmap> parse_precompiled_charsmap(const nlohmann::json& j,
                                                                       const std::string& where);
-std::string apply_precompiled(const PrecompiledCharsmap& charsmap, std::string_view s);
+// Returns false when the result would pass `limit` bytes.
+bool apply_precompiled(const PrecompiledCharsmap& charsmap, std::string_view s, std::string& out,
+                       size_t limit = SIZE_MAX);
 
 // pre_tokenizer.cpp
 PreTokenizer parse_pre_tokenizer(const nlohmann::json& j, const std::string& where);
