@@ -23,13 +23,14 @@ void Conversation::add_assistant(const std::vector<int64_t>& tokens, std::string
   seen_ += tokenizer_->decode(reply, /*skip_special=*/false);
 }
 
-std::vector<int64_t> Conversation::pending_tokens(bool& restart) {
+std::vector<int64_t> Conversation::pending_tokens(bool& restart, size_t max_tokens) {
   const std::string rendered =
       apply_chat_template(*tokenizer_, messages_, /*add_generation_prompt=*/true, template_context_);
   restart = rendered.compare(0, seen_.size(), seen_) != 0;
   if (restart) seen_.clear();
   const std::string_view unseen = std::string_view(rendered).substr(seen_.size());
-  const std::vector<int32_t> ids = tokenizer_->encode(unseen, /*add_special_tokens=*/false);
+  const std::vector<int32_t> ids =
+      tokenizer_->encode(unseen, /*add_special_tokens=*/false, /*parse_special=*/true, max_tokens);
   seen_ = rendered;
   return std::vector<int64_t>(ids.begin(), ids.end());
 }

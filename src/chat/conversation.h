@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "chat/chat_template.h"
+#include "tokenizer/tokenizer.h"
 
 namespace hfstatic {
 
@@ -31,8 +32,9 @@ class Conversation {
   // The tokens to feed for the conversation so far plus the generation prompt: those the model
   // has not seen. `restart` is set when the template rendered the earlier turns differently from
   // what the model saw: reset the model (Runner::reset) and feed the tokens, the whole
-  // conversation. Throws Error when the template cannot render the messages.
-  std::vector<int64_t> pending_tokens(bool& restart);
+  // conversation. Throws Error when the template cannot render the messages, and
+  // TokenLimitError as soon as the tokens pass max_tokens (pass what the model can still take).
+  std::vector<int64_t> pending_tokens(bool& restart, size_t max_tokens = Tokenizer::kNoTokenLimit);
 
   const std::vector<ChatMessage>& messages() const { return messages_; }
 

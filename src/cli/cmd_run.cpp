@@ -39,7 +39,13 @@ void print_piece(const std::string& piece) {
 // template rewrote earlier turns), streams the reply and adds it to the conversation.
 GenerationResult chat_turn(Runner& runner, Conversation& conversation, const GenerationConfig& config) {
   bool restart = false;
-  const std::vector<int64_t> ids = conversation.pending_tokens(restart);
+  const int64_t max_context = runner.model().max_context;
+  std::vector<int64_t> ids;
+  try {
+    ids = conversation.pending_tokens(restart, size_t(max_context));
+  } catch (const TokenLimitError& e) {
+    fail("prompt does not fit: ", e.what(), " > max_context ", max_context);
+  }
   if (restart) runner.reset();
   GenerationResult result = runner.generate_tokens(ids, config, {}, print_piece);
   conversation.add_assistant(result.tokens, result.text);

@@ -60,10 +60,16 @@ std::unique_ptr<Runner> Runner::load(std::shared_ptr<const Program> program, con
   auto io = IOManagerRegistry::instance().load(program, allocator, options.runtime);
   std::shared_ptr<const Tokenizer> tokenizer;
   std::string tokenizer_json = program->embedded_file("tokenizer.json");
-  if (!tokenizer_json.empty())
-    tokenizer = std::make_shared<const Tokenizer>(
-        Tokenizer::from_json(tokenizer_json, program->embedded_file("tokenizer_config.json")));
+  if (!tokenizer_json.empty()) {
+    try {
+      tokenizer = std::make_shared<const Tokenizer>(
+          Tokenizer::from_json(tokenizer_json, program->embedded_file("tokenizer_config.json")));
+    } catch (const Error& e) {
+      fail(program->path(), ": embedded ", e.what());  // "tokenizer.json: FIELD: ..."
+    }
+  }
   auto runner = std::make_unique<Runner>(std::move(io), std::move(tokenizer), options);
+  if (runner->tokenizer_) runner->tokenizer_origin_ = program->path() + ": embedded tokenizer.json";
   runner->load_ms_ = ms_since(t0);
   return runner;
 }
@@ -240,7 +246,19 @@ GenerationResult Runner::generate(const std::string& prompt, const GenerationCon
   if (!tokenizer_) fail("this program has no tokenizer; pass token ids instead of text");
   // Special tokens (bos) belong at the start of a conversation only.
   const bool specials = add_special_tokens && context_.empty();
-  std::vector<int32_t> ids32 = tokenizer_->encode(prompt, specials);
+  // Tokenized only as far as the context can take: a longer prompt is refused early.
+  const int64_t start = int64_t(context_.size()), max_context = io_->model().max_context;
+  const size_t room = size_t(std::max<int64_t>(0, max_context - start));
+  std::vector<int32_t> ids32;
+  try {
+    ids32 = tokenizer_->encode(prompt, specials, /*parse_special=*/true, room);
+  } catch (const TokenLimitError& e) {
+    fail("prompt does not fit: start_pos ", start, " + ", e.what(), " > max_context ", max_context);
+  } catch (const Error& e) {
+    if (tokenizer_origin_.empty()) throw;
+    const std::string_view what = e.what(), file = "tokenizer.json: ";
+    fail(tokenizer_origin_, ": ", what.substr(what.rfind(file, 0) == 0 ? file.size() : 0));
+  }
   std::vector<int64_t> ids(ids32.begin(), ids32.end());
   return generate_tokens(ids, config, {}, on_text);
 }

@@ -107,6 +107,7 @@ class Runner {
   int64_t fed_ = 0;
   std::atomic<bool> stop_requested_{false};
   double load_ms_ = 0;
+  std::string tokenizer_origin_;  // "PROGRAM: embedded tokenizer.json" for errors; empty when given
 };
 
 }  // namespace hfstatic

@@ -155,5 +155,29 @@ TEST(Conversation, TemplateContextAndMessageFieldsReachTheTemplate) {
             encode(tok, "[f](no think)<user>hi<assistant>f{\"b\": 1, \"a\": 2}<tool>42#c1"));
 }
 
+// A template that renders 8 MiB of spaces: the encode stops at the limit, before tokenizing it.
+TEST(Conversation, PendingTokensStopAtTheirLimit) {
+  const Tokenizer tok = tokenizer_with("{{ '%8388607d' % 1 }}{% for m in messages %}{{ m.content }}{% endfor %}");
+  Conversation conversation(tok);
+  conversation.add_user("Hello");
+  bool restart = false;
+  try {
+    conversation.pending_tokens(restart, 100);
+    ADD_FAILURE() << "encoded";
+  } catch (const TokenLimitError& e) {
+    EXPECT_EQ(e.max_tokens(), 100u);
+  }
+  const Tokenizer small = tokenizer_with(kPlainTemplate);
+  Conversation fits(small);
+  fits.add_user("Hello");
+  const size_t n = fits.pending_tokens(restart).size();
+  Conversation exact(small);
+  exact.add_user("Hello");
+  EXPECT_EQ(exact.pending_tokens(restart, n).size(), n);
+  Conversation over(small);
+  over.add_user("Hello");
+  EXPECT_THROW(over.pending_tokens(restart, n - 1), TokenLimitError);
+}
+
 }  // namespace
 }  // namespace hfstatic

@@ -123,6 +123,22 @@ TEST_F(RunnerText, BadArgumentsAreErrorsBeforeAnythingRuns) {
   EXPECT_THROW(r->rewind(1), Error);
 }
 
+// A prompt is tokenized only as far as the context can take it: 4 MB of words stop at 96 tokens.
+TEST_F(RunnerText, LongTextPromptStopsAtTheContext) {
+  auto r = runner();
+  std::string prompt;
+  while (prompt.size() < (size_t{4} << 20)) prompt += "the cat sat on the mat ";
+  EXPECT_THAT([&] { r->generate(prompt, greedy(1)); },
+              testing::ThrowsMessage<Error>(
+                  HasSubstr("prompt does not fit: start_pos 0 + more than 96 tokens > max_context 96")));
+  EXPECT_EQ(r->position(), 0);
+  r->generate("the cat", greedy(1));
+  const size_t held = r->context().size();  // the prompt's tokens and the sampled one
+  EXPECT_THAT([&] { r->generate(prompt, greedy(1)); },
+              testing::ThrowsMessage<Error>(
+                  HasSubstr(cat("start_pos ", held, " + more than ", 96 - held, " tokens > max_context 96"))));
+}
+
 }  // namespace
 }  // namespace hfstatic
 
