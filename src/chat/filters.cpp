@@ -45,7 +45,35 @@ std::string change_case(const std::string& s, const std::string& how) {
   return r;
 }
 
+namespace {
+
+// Python's s.replace('', to): `to` before each character and at the end, `count` times at most.
+std::string insert_between_characters(const std::string& s, const std::string& to, int64_t count) {
+  size_t characters = 0;
+  for (char ch : s) characters += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
+  const size_t hits = count < 0 ? characters + 1 : std::min<size_t>(characters + 1, static_cast<size_t>(count));
+  if (!to.empty() && hits > kMaxStringBytes / to.size())
+    render_error(cat("replace: ", hits, " insertions of ", to.size(), " bytes exceed the ", kMaxStringBytes >> 20,
+                     " MiB limit"));
+  check_string_size(s.size() + hits * to.size());
+  std::string r;
+  r.reserve(s.size() + hits * to.size());
+  size_t done = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80 && done < hits) {
+      r += to;
+      ++done;
+    }
+    r += s[i];
+  }
+  if (done < hits) r += to;
+  return r;
+}
+
+}  // namespace
+
 std::string replace_all(const std::string& s, const std::string& from, const std::string& to, int64_t count) {
+  if (from.empty()) return insert_between_characters(s, to, count);
   size_t hits = 0;
   for (size_t hit = s.find(from); hit != std::string::npos && (count < 0 || hits < static_cast<size_t>(count));
        hit = s.find(from, hit + from.size()))
@@ -198,7 +226,6 @@ Value join(const Value& v, const Call& c) {
 Value replace(const Value& v, const Call& c) {
   std::string s = to_string(v);
   if (!c.arg(0).is_string() || !c.arg(1).is_string()) c.error("replace needs two strings");
-  if (c.arg(0).str().empty()) return Value(s);
   return Value(replace_all(s, c.arg(0).str(), c.arg(1).str(), c.arg(2).is_int() ? c.arg(2).integer() : -1));
 }
 

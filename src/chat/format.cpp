@@ -33,12 +33,37 @@ int64_t read_number(std::string_view s, size_t& i, const char* what) {
   return n;
 }
 
+// '%c' of a code point, UTF-8 encoded; out of range as in Python (OverflowError), and a surrogate,
+// which Python makes but cannot encode, an error too.
+std::string character(int64_t n) {
+  if (n < 0 || n > 0x10FFFF) render_error(cat("format: %c arg not in range(0x110000): ", n));
+  if (n >= 0xD800 && n <= 0xDFFF) render_error(cat("format: %c of the surrogate ", n, " is not a character"));
+  const auto cp = static_cast<uint32_t>(n);
+  std::string out;
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return out;
+}
+
 std::string format_number(const Value& v, const Spec& spec) {
   const char type = spec.type;
   if (type == 'd' || type == 'i' || type == 'x' || type == 'X' || type == 'o' || type == 'c') {
     if (!v.is_number() && !v.is_bool()) render_error(cat("format: '", type, "' needs a number"));
     const int64_t n = v.integer("format");
-    if (type == 'c') return std::string(1, static_cast<char>(n));
+    if (type == 'c') return character(n);
     const char* conv = type == 'x' ? "%llx" : type == 'X' ? "%llX" : type == 'o' ? "%llo" : "%lld";
     char buf[32];
     const unsigned long long magnitude = n < 0 ? 0ull - static_cast<unsigned long long>(n) : n;

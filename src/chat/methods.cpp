@@ -131,7 +131,6 @@ Value splitlines(const Value& self, const Call& c) {
 Value replace(const Value& self, const Call& c) {
   if (!c.arg(0).is_string() || !c.arg(1).is_string()) c.error("replace() needs two strings");
   const int64_t count = c.arg(2).is_int() ? c.arg(2).integer() : -1;
-  if (c.arg(0).str().empty()) return self;
   return Value(replace_all(self.str(), c.arg(0).str(), c.arg(1).str(), count));
 }
 

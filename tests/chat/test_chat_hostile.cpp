@@ -199,5 +199,21 @@ TEST(ChatHostile, FormatWidthsAreBounded) {
   EXPECT_THAT(render_error("{{ 'x' * 10 | tojson(indent=100000000) }}"), HasSubstr("tojson: indent"));
 }
 
+TEST(ChatHostile, PercentCIsACharacterOrAnError) {
+  EXPECT_EQ(render("{{ '%c' % 65 }}{{ '%c' % 233 }}{{ '%c' % 8364 }}{{ '%c' % 128512 }}"), "A\u00e9\u20ac\U0001F600");
+  EXPECT_THAT(render_error("{{ '%c' % 1114112 }}"), HasSubstr("%c arg not in range(0x110000)"));
+  EXPECT_THAT(render_error("{{ '%c' % -1 }}"), HasSubstr("%c arg not in range(0x110000)"));
+  EXPECT_THAT(render_error("{{ '%c' % 55296 }}"), HasSubstr("surrogate 55296"));
+}
+
+TEST(ChatHostile, ReplacingTheEmptyStringInsertsBetweenCharacters) {
+  EXPECT_EQ(render("{{ 'ab'.replace('', '-') }}|{{ 'ab'.replace('', '-', 2) }}|{{ ''.replace('', 'x') }}"),
+            "-a-b-|-a-b|x");
+  EXPECT_EQ(render("{{ '\u00e9t\u00e9' | replace('', '.') }}|{{ 'ab'.replace('', '-', 0) }}"), ".\u00e9.t.\u00e9.|ab");
+  // 2 MiB of characters with 64 bytes between each would make 128 MiB: refused before it is built.
+  EXPECT_THAT(render_error("{% set s = 'x' * 2097152 %}{{ s.replace('', '" + std::string(64, 'y') + "') | length }}"),
+              HasSubstr("MiB"));
+}
+
 }  // namespace
 }  // namespace hfstatic
