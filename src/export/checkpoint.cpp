@@ -4,6 +4,7 @@
 #include <set>
 
 #include "util/error.h"
+#include "util/json_failure.h"
 #include "util/json_limits.h"
 
 namespace hfstatic {
@@ -15,7 +16,10 @@ json read_json(const std::string& path) {
   std::string text = read_text_file(path);
   std::string why;
   json j = parse_json_limited(text, path, kMaxJsonDepth, &why);
-  if (j.is_discarded()) fail(path, ": not valid JSON ", why);
+  if (j.is_discarded()) {
+    if (std::string number = json_number_error(text, path); !number.empty()) throw Error(number);
+    fail(path, ": not valid JSON ", why);
+  }
   return j;
 }
 }  // namespace

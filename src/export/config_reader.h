@@ -10,6 +10,16 @@
 
 namespace hfstatic {
 
+// A value as an error quotes it: its JSON, cut after about 200 bytes.
+inline std::string quote_json(const nlohmann::json& v) {
+  constexpr size_t kMaxQuote = 200;
+  std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (s.size() <= kMaxQuote) return s;
+  size_t cut = kMaxQuote;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
+  return cat(s.substr(0, cut), "... (", s.size(), " bytes)");
+}
+
 struct ConfigReader {
   const nlohmann::json& j;
   const std::string& origin;
@@ -23,7 +33,11 @@ struct ConfigReader {
       fail(origin, ": config field '", prefix, key, "' is missing");
     }
     const nlohmann::json& v = j[key];
-    if (!v.is_number_integer()) fail(origin, ": config field '", prefix, key, "' = ", v.dump(), " is not an integer");
+    if (!v.is_number_integer())
+      fail(origin, ": config field '", prefix, key, "' = ", quote_json(v), " is not an integer");
+    // Past int64_t the value is unsigned: as an int64_t it would read as negative.
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(max))
+      fail(origin, ": config field '", prefix, key, "' = ", v.get<uint64_t>(), " is outside [", min, ", ", max, "]");
     int64_t x = v.get<int64_t>();
     if (x < min || x > max)
       fail(origin, ": config field '", prefix, key, "' = ", x, " is outside [", min, ", ", max, "]");
@@ -42,7 +56,7 @@ struct ConfigReader {
   double required_number(const char* key, double min, double max) const {
     if (!has(key)) fail(origin, ": config field '", prefix, key, "' is missing");
     const nlohmann::json& v = j[key];
-    if (!v.is_number()) fail(origin, ": config field '", prefix, key, "' = ", v.dump(), " is not a number");
+    if (!v.is_number()) fail(origin, ": config field '", prefix, key, "' = ", quote_json(v), " is not a number");
     double x = v.get<double>();
     if (!(x >= min && x <= max))
       fail(origin, ": config field '", prefix, key, "' = ", x, " is outside [", min, ", ", max, "]");
@@ -51,7 +65,8 @@ struct ConfigReader {
 
   bool boolean(const char* key, bool fallback) const {
     if (!has(key)) return fallback;
-    if (!j[key].is_boolean()) fail(origin, ": config field '", prefix, key, "' = ", j[key].dump(), " is not a boolean");
+    if (!j[key].is_boolean())
+      fail(origin, ": config field '", prefix, key, "' = ", quote_json(j[key]), " is not a boolean");
     return j[key].get<bool>();
   }
 
@@ -64,7 +79,8 @@ struct ConfigReader {
     std::vector<double> out;
     for (const auto& e : v) {
       if (!e.is_number() || !(e.get<double>() >= min && e.get<double>() <= max))
-        fail(origin, ": config field '", prefix, key, "' holds ", e.dump(), ", not a number in [", min, ", ", max, "]");
+        fail(origin, ": config field '", prefix, key, "' holds ", quote_json(e), ", not a number in [", min, ", ", max,
+             "]");
       out.push_back(e.get<double>());
     }
     return out;

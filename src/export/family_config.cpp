@@ -31,7 +31,7 @@ void parse_smollm3(const ConfigReader& r, HfConfig& c) {
     for (int64_t l = 0; l < layers; ++l) {
       const json& v = list[size_t(l)];
       if (!v.is_number_integer() || (v.get<int64_t>() != 0 && v.get<int64_t>() != 1))
-        fail(r.origin, ": config field 'no_rope_layers' holds ", v.dump(), " at layer ", l, ", not 0 or 1");
+        fail(r.origin, ": config field 'no_rope_layers' holds ", quote_json(v), " at layer ", l, ", not 0 or 1");
       c.rope_layers.push_back(v.get<int64_t>() == 1);
     }
   } else {

@@ -204,9 +204,9 @@ BuiltProgram build_program(const HfConfig& c, const GraphOptions& o) {
     fail("--cache-dtype ", dtype_name(o.cache_dtype), " is not supported (float32, float16)");
   // Families whose window is not read into sliding layers (phi3, smollm3).
   if (c.sliding_window && *c.sliding_window < o.max_context && c.sliding_layers.empty())
-    fail("config field 'sliding_window' = ", *c.sliding_window, " is smaller than max_context ", o.max_context,
-         "; sliding-window attention is not supported for ", c.model_type, " (export with --max-context ",
-         *c.sliding_window, " or less)");
+    fail(c.origin.empty() ? "config.json" : c.origin, ": config field 'sliding_window' = ", *c.sliding_window,
+         " is smaller than max_context ", o.max_context, "; sliding-window attention is not supported for ",
+         c.model_type, " (export with --max-context ", *c.sliding_window, " or less)");
 
   hf_static::Metadata meta;
   meta.n_layers = c.num_hidden_layers;

@@ -18,9 +18,10 @@ std::vector<int64_t> token_ids(const json& v, const char* key, const std::string
   std::vector<int64_t> out;
   if (v.is_null()) return out;
   if (v.is_number_integer()) return {v.get<int64_t>()};
-  if (!v.is_array()) fail(origin, ": config field '", key, "' = ", v.dump(), " is not a token id or a list of them");
+  if (!v.is_array())
+    fail(origin, ": config field '", key, "' = ", quote_json(v), " is not a token id or a list of them");
   for (const auto& e : v) {
-    if (!e.is_number_integer()) fail(origin, ": config field '", key, "' holds ", e.dump(), ", not a token id");
+    if (!e.is_number_integer()) fail(origin, ": config field '", key, "' holds ", quote_json(e), ", not a token id");
     out.push_back(e.get<int64_t>());
   }
   return out;
@@ -45,11 +46,11 @@ std::vector<bool> read_sliding_layers(const json& j, const ConfigReader& r, cons
   if (r.has("layer_types")) {
     const json& types = j["layer_types"];
     if (!types.is_array() || types.size() != n)
-      fail(r.origin, ": config field 'layer_types' = ", types.dump(), " is not a list of ", n, " layer types");
+      fail(r.origin, ": config field 'layer_types' = ", quote_json(types), " is not a list of ", n, " layer types");
     for (size_t l = 0; l < n; ++l) {
       const json& t = types[l];
       if (!t.is_string() || (t != "sliding_attention" && t != "full_attention"))
-        fail(r.origin, ": config field 'layer_types' holds ", t.dump(),
+        fail(r.origin, ": config field 'layer_types' holds ", quote_json(t),
              ", not \"sliding_attention\" or \"full_attention\"");
       out[l] = t == "sliding_attention";
     }
@@ -65,11 +66,12 @@ std::vector<bool> read_sliding_layers(const json& j, const ConfigReader& r, cons
 void read_gemma3(const json& j, const ConfigReader& r, HfConfig& c) {
   for (const char* key : {"hidden_activation", "hidden_act"}) {
     if (r.has(key) && j[key] != "gelu_pytorch_tanh")
-      fail(r.origin, ": config field '", key, "' = ", j[key].dump(),
+      fail(r.origin, ": config field '", key, "' = ", quote_json(j[key]),
            " is not supported (supported: gelu_pytorch_tanh)");
   }
   for (const char* key : {"final_logit_softcapping", "attn_logit_softcapping"})
-    if (r.has(key)) fail(r.origin, ": config field '", key, "' = ", j[key].dump(), " is not supported (only null)");
+    if (r.has(key))
+      fail(r.origin, ": config field '", key, "' = ", quote_json(j[key]), " is not supported (only null)");
   if (r.boolean("use_bidirectional_attention", false))
     fail(r.origin, ": config field 'use_bidirectional_attention' = true is not supported");
   c.hidden_act = "gelu_pytorch_tanh";
@@ -88,6 +90,7 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   if (!j.is_object()) fail(origin, ": config is not a JSON object");
   ConfigReader r{j, origin};
   HfConfig c;
+  c.origin = origin;
   if (!r.has("model_type") || !j["model_type"].is_string())
     fail(origin, ": config field 'model_type' is missing or not a string");
   c.model_type = j["model_type"].get<std::string>();
@@ -131,7 +134,8 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
     read_gemma3(j, r, c);
   } else if (r.has("hidden_act")) {
     if (!j["hidden_act"].is_string() || j["hidden_act"].get<std::string>() != "silu")
-      fail(origin, ": config field 'hidden_act' = ", j["hidden_act"].dump(), " is not supported (supported: silu)");
+      fail(origin, ": config field 'hidden_act' = ", quote_json(j["hidden_act"]),
+           " is not supported (supported: silu)");
   }
   if (c.model_type == "mistral" && r.has("sliding_window")) {
     c.sliding_window = r.integer("sliding_window", 1, kBig);

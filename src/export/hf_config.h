@@ -45,6 +45,7 @@ struct HfConfig {
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;
   std::string torch_dtype;
+  std::string origin;  // the config.json it was read from, for errors
 
   // Throws Error naming the config field and value at fault.
   static HfConfig parse(const nlohmann::json& config, const std::string& origin);

@@ -16,7 +16,7 @@ constexpr double kPi = 3.14159265358979323846;
 std::string scaling_type(const json& s, const std::string& origin) {
   for (const char* key : {"rope_type", "type"})
     if (s.contains(key) && !s[key].is_string())
-      fail(origin, ": config field 'rope_scaling.", key, "' = ", s[key].dump(), " is not a string");
+      fail(origin, ": config field 'rope_scaling.", key, "' = ", quote_json(s[key]), " is not a string");
   if (s.contains("rope_type") && s["rope_type"].is_string()) return s["rope_type"].get<std::string>();
   if (s.contains("type") && s["type"].is_string()) return s["type"].get<std::string>();
   return "";
@@ -126,7 +126,7 @@ void parse_rope_config(const json& j, HfConfig& c, const std::string& origin) {
          " rotary dimensions of head_dim ", c.head_dim, "; an even number of at least 2 is needed");
   if (!r.has("rope_scaling")) return;
   const json& s = j["rope_scaling"];
-  if (!s.is_object()) fail(origin, ": config field 'rope_scaling' = ", s.dump(), " is not an object");
+  if (!s.is_object()) fail(origin, ": config field 'rope_scaling' = ", quote_json(s), " is not an object");
   const std::string type = scaling_type(s, origin);
   if (type == "default") return;  // same as no scaling
   c.rope_scaling = parse_scaling(s, type, j, c, origin);

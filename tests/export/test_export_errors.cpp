@@ -283,6 +283,35 @@ TEST_F(ExportErrors, Qwen2UseSlidingWindow) {
   EXPECT_THAT(export_error(c), HasSubstr("config field 'use_sliding_window' = \"yes\" is not a boolean"));
 }
 
+// Errors quote at most about 200 bytes of a value, read numbers past int64_t as what they are,
+// and name config.json and the field of a number no double holds.
+TEST_F(ExportErrors, ValuesInErrorsAreShortAndExact) {
+  auto c = checkpoint("tiny-qwen2");
+  edit_config(c, [](json& j) {
+    j["use_sliding_window"] = true;
+    j["sliding_window"] = 32;
+    j["layer_types"] = std::vector<std::string>(1000000, "full_attention");
+  });
+  const std::string e = export_error(c);
+  EXPECT_THAT(e, AllOf(HasSubstr("config field 'layer_types' = [\"full_attention\""), HasSubstr("bytes)")));
+  EXPECT_LT(e.size(), 500u);
+  edit_config(c, [](json& j) {
+    j.erase("layer_types");
+    j["sliding_window"] = UINT64_MAX;
+  });
+  EXPECT_THAT(export_error(c), HasSubstr("config field 'sliding_window' = 18446744073709551615 is outside"));
+  const std::string config = c + "/config.json";
+  std::string text = read_text_file(config);
+  text.insert(text.rfind('}'), ", \"rope_theta_extra\": {\"x\": [1, 1e400]}");
+  write_file(config, text);
+  EXPECT_THAT(export_error(c),
+              HasSubstr("config.json: field 'rope_theta_extra.x[1]': the number 1e400 is out of range"));
+  // phi3's window shorter than the context: the refusal names the file.
+  auto p = checkpoint("tiny-phi3");
+  edit_config(p, [](json& j) { j["sliding_window"] = 47; });
+  EXPECT_THAT(export_error(p), HasSubstr("config.json: config field 'sliding_window' = 47 is smaller"));
+}
+
 TEST_F(ExportErrors, KeyValueHeadsMustDivideHeads) {
   auto c = checkpoint();
   edit_config(c, [](json& j) { j["num_key_value_heads"] = 3; });
