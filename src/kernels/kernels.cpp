@@ -205,9 +205,22 @@ std::vector<PrefetchRange> linear_group_first_reads(int64_t, int64_t, const Line
   return {};
 }
 
-const KernelTable table = {load_row,     store_row, load_quant_row, linear_group, linear_group_first_reads,
-                           rms_norm,     rope,      attention,      silu_mul,     add,
-                           gelu_tanh_mul};
+// One implementation whatever the rows: each variant is the same function.
+const KernelTable table = {.load_row = load_row,
+                           .store_row = store_row,
+                           .load_quant_row = load_quant_row,
+                           .linear_group = linear_group,
+                           .linear_few_rows = linear_group,
+                           .linear_many_rows = linear_group,
+                           .linear_group_first_reads = linear_group_first_reads,
+                           .rms_norm = rms_norm,
+                           .rope = rope,
+                           .attention = attention,
+                           .attention_few_rows = attention,
+                           .attention_many_rows = attention,
+                           .silu_mul = silu_mul,
+                           .add = add,
+                           .gelu_tanh_mul = gelu_tanh_mul};
 
 }  // namespace scalar
 
@@ -275,6 +288,13 @@ const KernelTable* kernel_table(Isa isa) {
 #endif
   }
   return nullptr;
+}
+
+KernelTable KernelTable::for_rows(int64_t rows) const {
+  KernelTable t = *this;
+  t.linear_group = rows >= detail::kMatvecMaxRows ? linear_many_rows : linear_few_rows;
+  t.attention = rows >= detail::kAttentionManyRows ? attention_many_rows : attention_few_rows;
+  return t;
 }
 
 // ---- helpers of the SIMD translation units ---------------------------------------------------

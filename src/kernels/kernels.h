@@ -28,6 +28,13 @@ struct KernelTable {
   // op folded in before the products, or null.
   void (*linear_group)(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count,
                        const LinearFusion* fusion);
+  // linear_group with its variant named instead of picked by the number of rows: matrix-vector
+  // products that read each weight row once for all the rows (decode), or a blocked multiply
+  // (prefill). Each row's result depends on the variant and its own inputs only.
+  void (*linear_few_rows)(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count,
+                          const LinearFusion* fusion);
+  void (*linear_many_rows)(const float* x, int64_t rows, int64_t in, const LinearOutput* outputs, int count,
+                           const LinearFusion* fusion);
   // Where each of `threads` threads starts reading the weights when linear_group runs with
   // these arguments (at most `bytes` each): what it can prefetch while it waits before that
   // region (ScopedIdlePrefetch). Empty where the split is not known in advance: many rows (the
@@ -47,12 +54,26 @@ struct KernelTable {
   void (*attention)(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
                     const void* k_cache, const void* v_cache, DType cache_type, int64_t max_context, const float* mask,
                     float scale, float* out);
+  // attention with its variant named: tasks by KV head over slices of each row's visible slots
+  // (decode), or blocks of query rows (prefill). Each row's result depends on the variant and
+  // its own query and mask row only.
+  void (*attention_few_rows)(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                             const void* k_cache, const void* v_cache, DType cache_type, int64_t max_context,
+                             const float* mask, float scale, float* out);
+  void (*attention_many_rows)(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                              const void* k_cache, const void* v_cache, DType cache_type, int64_t max_context,
+                              const float* mask, float scale, float* out);
   // out = silu(gate) * up
   void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
   void (*add)(const float* a, const float* b, int64_t n, float* out);
   // out = gelu(gate) * up, GELU's tanh approximation written as gate * sigmoid(2 z),
   // z = sqrt(2 / pi) (gate + 0.044715 gate^3)
   void (*gelu_tanh_mul)(const float* gate, const float* up, int64_t n, float* out);
+
+  // This table with linear_group and attention fixed to the variants `rows` rows take: a
+  // method planned for T rows that runs on its first n (active rows) computes each of them
+  // exactly as the run of all T would.
+  KernelTable for_rows(int64_t rows) const;
 
   // y[rows, out] = x[rows, in] * w[out, in]^T (+ bias[out]): a group of one.
   void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_type, int64_t out, const void* bias,

@@ -20,6 +20,8 @@ namespace hfstatic::kernels::detail {
 // The SIMD linear kernels multiply fewer rows than this as matrix-vector products, splitting
 // the output features over the threads in grains of kMatvecGrain.
 constexpr int64_t kMatvecMaxRows = 4;
+// Attention of this many rows or more goes by blocks of query rows (prefill).
+constexpr int64_t kAttentionManyRows = 4;
 constexpr int64_t kMatvecGrain = 64;
 
 // A group's items laid end to end: the range a parallel_for over the whole group covers.
