@@ -25,6 +25,7 @@ RuntimeOptions runtime_options_from_env() {
   options.fold_ops = env_switch_on("HFSTATIC_FOLD");
   options.idle_prefetch = env_switch_on("HFSTATIC_IDLE_PREFETCH");
   options.huge_pages = env_switch_on("HFSTATIC_HUGE_PAGES");
+  options.active_rows = env_switch_on("HFSTATIC_ACTIVE_ROWS");
   return options;
 }
 

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <tuple>
 
 #include "executor/method.h"
 #include "kernels/parallel.h"
@@ -42,6 +43,14 @@ void Execution::set_output_rows(size_t i, int64_t begin, int64_t end) {
   if (begin < 0 || end > shape[1] || begin >= end)
     fail(owhere, ": rows [", begin, ", ", end, ") are not a non-empty range within its ", shape[1], " rows");
   output_rows_[i] = begin == 0 && end == shape[1] ? std::pair<int64_t, int64_t>{0, -1} : std::pair{begin, end};
+}
+
+void Execution::set_active_rows(int64_t n) {
+  const int64_t rows = method_->rows();
+  if (rows == 0)
+    fail("method '", method_->name(), "' has no token axis its row operands share; it cannot run on active rows");
+  if (n < 1 || n > rows) fail("method '", method_->name(), "': ", n, " active rows are not within its ", rows, " rows");
+  active_rows_ = n == rows ? -1 : n;
 }
 
 void* Execution::output_data(size_t i) const {
@@ -89,24 +98,29 @@ void Execution::plan_idle_prefetch(int threads) {
   idle_plans_threads_ = threads;
 }
 
-void Execution::slice_rows(size_t si, std::vector<std::vector<Tensor>>& ins, std::vector<std::vector<Tensor>>& outs,
-                           std::vector<Shape>& slices) const {
+void Execution::slice_rows(size_t si, int64_t begin, int64_t end, std::vector<std::vector<Tensor>>& ins,
+                           std::vector<std::vector<Tensor>>& outs, std::vector<Shape>& slices) const {
   const Method& m = *method_;
   const Method::Step& step = m.steps_[si];
-  const auto [begin, end] = output_rows_[step.sliceable_output];
-  const int64_t rows = m.values_[m.outputs_[step.sliceable_output].value].shape[1];
   slices.clear();
   for (size_t k = 0; k < step.count; ++k) slices.resize(slices.size() + ins[k].size() + outs[k].size());
   size_t next = 0;
-  for (size_t k = 0; k < step.count; ++k)
-    for (std::vector<Tensor>* list : {&ins[k], &outs[k]})
-      for (Tensor& t : *list) {
-        const Shape& shape = *t.shape;
-        if (shape.size() != 3 || shape[0] != 1 || shape[1] != rows) continue;
-        if (t.data) t.data = static_cast<uint8_t*>(t.data) + size_t(begin * shape[2]) * dtype_size(t.dtype);
-        slices[next] = Shape{1, end - begin, shape[2]};
-        t.shape = &slices[next++];
+  for (size_t k = 0; k < step.count; ++k) {
+    const OpDef& op = *m.nodes_[step.first + k].op;
+    for (auto [list, bits] : {std::pair{&ins[k], op.row_inputs}, {&outs[k], op.row_outputs}})
+      for (size_t i = 0; i < list->size(); ++i) {
+        if (!(bits >> i & 1)) continue;
+        Tensor& t = (*list)[i];
+        Shape& cut = slices[next++];
+        cut = *t.shape;
+        const size_t axis = cut.size() == 4 ? 2 : 1;
+        int64_t row_elems = 1;
+        for (size_t d = axis + 1; d < cut.size(); ++d) row_elems *= cut[d];
+        if (t.data) t.data = static_cast<uint8_t*>(t.data) + size_t(begin * row_elems) * dtype_size(t.dtype);
+        cut[axis] = end - begin;
+        t.shape = &cut;
       }
+  }
 }
 
 void Execution::bind_operands() {
@@ -140,7 +154,6 @@ Status Execution::run(ThreadPool* pool) {
                                m.spec().outputs[i].name,
                                "' is unplanned and has no bound buffer; bind one before running"));
   ScopedThreadPool scoped(pool);
-  const kernels::KernelTable& k = *m.kernels_;
   const int threads = pool && m.idle_prefetch_ ? pool->threads() : 1;
   if (threads > 1 && idle_plans_threads_ != threads) plan_idle_prefetch(threads);
   if (!operands_valid_) bind_operands();
@@ -153,10 +166,18 @@ Status Execution::run(ThreadPool* pool) {
                                         : std::span<const PrefetchRange>());
     const std::vector<std::vector<Tensor>>* ins = &operands_[si].ins;
     const std::vector<std::vector<Tensor>>* outs = &operands_[si].outs;
+    // The rows to compute: those wanted of the step's output (by kernels picked for that many),
+    // else the active rows, or all (by the kernels of all rows).
+    const kernels::KernelTable* k = &m.planned_kernels_;
+    int64_t begin = 0, end = active_rows_;
     if (step.sliceable_output != SIZE_MAX && output_rows_[step.sliceable_output].second >= 0) {
+      std::tie(begin, end) = output_rows_[step.sliceable_output];
+      k = m.kernels_;
+    }
+    if (step.has_rows && end >= 0) {
       cut_ins = *ins;
       cut_outs = *outs;
-      slice_rows(si, cut_ins, cut_outs, slices);
+      slice_rows(si, begin, end, cut_ins, cut_outs, slices);
       ins = &cut_ins;
       outs = &cut_outs;
     }
@@ -165,11 +186,11 @@ Status Execution::run(ThreadPool* pool) {
       // Node 0 is computed inside the group of the others, which read its input through it.
       const kernels::LinearFusion fusion = head.op->linear_fusion((*ins)[0], head.prepared.get());
       const std::span<const std::vector<Tensor>> step_ins(*ins), step_outs(*outs);
-      s = m.nodes_[step.first + 1].op->run_group(k, step_ins.subspan(1), step_outs.subspan(1), &fusion);
+      s = m.nodes_[step.first + 1].op->run_group(*k, step_ins.subspan(1), step_outs.subspan(1), &fusion);
     } else if (step.count == 1) {
-      s = head.op->run(k, (*ins)[0], (*outs)[0], head.prepared.get());
+      s = head.op->run(*k, (*ins)[0], (*outs)[0], head.prepared.get());
     } else {
-      s = head.op->run_group(k, *ins, *outs, nullptr);
+      s = head.op->run_group(*k, *ins, *outs, nullptr);
     }
     if (!s.ok()) {
       const std::string nodes =

@@ -36,6 +36,8 @@ std::shared_ptr<const Method> Method::load_checked(std::shared_ptr<const Program
   const Readers readers = m->readers();
   if (options.fold_ops) m->fold_into_linear_steps(readers);
   m->mark_sliceable_steps(readers);
+  m->find_token_axis();
+  m->planned_kernels_ = m->rows_ > 0 ? m->kernels_->for_rows(m->rows_) : *m->kernels_;
   m->plan_arena(uses);
   return m;
 }

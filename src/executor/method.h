@@ -46,6 +46,9 @@ class Method {
   size_t num_folded_steps() const;
   // The ISA of the kernels it runs.
   kernels::Isa isa() const { return isa_; }
+  // The length T of the token axis every row operand shares (OpDef::row_inputs), or 0 when the
+  // method has none or they disagree: then it cannot run on active rows.
+  int64_t rows() const { return rows_; }
 
  private:
   static std::shared_ptr<const Method> load_checked(std::shared_ptr<const Program> program, const std::string& name,
@@ -83,6 +86,7 @@ class Method {
     // The method output that only this step's row-wise nodes produce, read by no node and the
     // only value of the step read outside it: run() may compute only the rows the caller wants.
     size_t sliceable_output = SIZE_MAX;
+    bool has_rows = false;  // some node has a row operand: active rows cut it
   };
   // What validation learns on the way: value ids by name, which are produced, and for each the
   // nodes that first and last use it (planning turns them into lifetimes); inputs updated in place.
@@ -112,6 +116,8 @@ class Method {
   Readers readers() const;
   void fold_into_linear_steps(const Readers& readers);
   void mark_sliceable_steps(const Readers& readers);
+  // rows_ and each step's has_rows from the nodes' row operands.
+  void find_token_axis();
   void plan_arena(const Uses& uses);
 
   std::shared_ptr<const Program> program_;
@@ -122,7 +128,13 @@ class Method {
   std::vector<Output> outputs_;
   uint64_t arena_bytes_ = 0;
   kernels::Isa isa_ = kernels::Isa::Scalar;
+  // The ISA's table (its linear and attention pick their variant by the rows they are given),
+  // and the same with the variants of rows_ rows fixed: what every step runs, so that a step
+  // on fewer active rows computes them as the run of all would. A step cut to the rows a caller
+  // wants of its output (set_output_rows) runs the first.
   const kernels::KernelTable* kernels_ = nullptr;
+  kernels::KernelTable planned_kernels_{};
+  int64_t rows_ = 0;
   bool idle_prefetch_ = true;
 };
 
@@ -143,6 +155,12 @@ class Execution {
   // Throws Error naming the output for a bad index, an alias or non-[1, T, N] output, or rows
   // outside [0, T].
   void set_output_rows(size_t i, int64_t begin, int64_t end);
+  // From now on only rows [0, n) of the token axis are real: every step computes its row
+  // operands' first n rows only, exactly as a run of all T computes them (the kernel variants
+  // of T rows); the rest of each keeps whatever it held. Rows wanted of an output
+  // (set_output_rows) must lie within them. set_active_rows(T) runs all again (the default).
+  // Throws Error when n is outside [1, T] or the method has no token axis (rows() == 0).
+  void set_active_rows(int64_t n);
   void* input_data(size_t i) const { return inputs_[i]; }
   // Address of output i: the input it aliases, the arena slot, or the bound buffer.
   void* output_data(size_t i) const;
@@ -154,10 +172,9 @@ class Execution {
   Tensor tensor(size_t id) const;
   // Makes idle_plans_ for `threads` threads.
   void plan_idle_prefetch(int threads);
-  // Cuts every [1, T, *] operand of `step` to the rows the caller wants of its sliceable output;
-  // `slices` holds the cut shapes.
-  void slice_rows(size_t step, std::vector<std::vector<Tensor>>& ins, std::vector<std::vector<Tensor>>& outs,
-                  std::vector<Shape>& slices) const;
+  // Cuts the row operands of `step` to rows [begin, end); `slices` holds the cut shapes.
+  void slice_rows(size_t step, int64_t begin, int64_t end, std::vector<std::vector<Tensor>>& ins,
+                  std::vector<std::vector<Tensor>>& outs, std::vector<Shape>& slices) const;
   // Makes operands_ from the bindings.
   void bind_operands();
 
@@ -172,6 +189,7 @@ class Execution {
   std::vector<void*> inputs_;
   std::vector<void*> outputs_;
   std::vector<std::pair<int64_t, int64_t>> output_rows_;  // wanted rows per output; {0, -1}: all
+  int64_t active_rows_ = -1;                              // -1: all
   // Per step, what each thread prefetches while it waits at the step's end (the next reading
   // step's first bytes: PrefetchRange); made for idle_plans_threads_ threads, 0 when stale.
   std::vector<std::vector<PrefetchRange>> idle_plans_;

@@ -124,6 +124,35 @@ void Method::mark_sliceable_steps(const Readers& readers) {
   }
 }
 
+namespace {
+// The token axis of a row operand: the second dimension of [1, T] and [1, T, N], the third of
+// a [1, 1, T, C] mask; -1 for another shape.
+int64_t row_count(const Shape& s) {
+  if ((s.size() == 2 || s.size() == 3) && s[0] == 1) return s[1];
+  if (s.size() == 4 && s[0] == 1 && s[1] == 1) return s[2];
+  return -1;
+}
+}  // namespace
+
+void Method::find_token_axis() {
+  int64_t rows = 0;
+  bool agree = true;
+  for (Step& step : steps_)
+    for (size_t k = step.first; k < step.first + step.count; ++k) {
+      const Node& node = nodes_[k];
+      for (const auto& [ids, bits] :
+           {std::pair{&node.inputs, node.op->row_inputs}, {&node.outputs, node.op->row_outputs}})
+        for (size_t i = 0; i < ids->size(); ++i) {
+          if (!(bits >> i & 1)) continue;
+          step.has_rows = true;
+          const int64_t r = row_count(values_[(*ids)[i]].shape);
+          if (r < 1 || (rows && r != rows)) agree = false;
+          rows = r;
+        }
+    }
+  rows_ = agree ? rows : 0;
+}
+
 // Every arena value lives from the step that produces it to the last step that reads it (a
 // step reads all its inputs while it writes all its outputs); values whose lives do not
 // overlap share space.

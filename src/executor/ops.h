@@ -50,8 +50,13 @@ struct OpDef {
   // inputs[i][0] is the folded node's first input, which the group reads through the fusion.
   Status (*run_group)(const kernels::KernelTable& k, std::span<const std::vector<Tensor>> inputs,
                       std::span<const std::vector<Tensor>> outputs, const kernels::LinearFusion* fusion) = nullptr;
-  // Row r of every [1, T, N] output depends only on row r of the [1, T, *] inputs, so the op
-  // can run on a slice of rows (the executor does when only some rows of an output are wanted).
+  // The operands that have the token axis T, as bits (input i: bit i of row_inputs; output i:
+  // of row_outputs): [1, T] ids and positions, [1, T, N] activations, [1, 1, T, C] masks. The
+  // op computes rows [0, n) of its outputs from rows [0, n) of these and whole other operands,
+  // so a step can run on its first n rows alone (active rows: the rest are padding).
+  uint32_t row_inputs = 0, row_outputs = 0;
+  // Row r of every row output depends only on row r of the row inputs, so the op can run on any
+  // slice of rows (the executor does when only some rows of an output are wanted).
   bool row_wise = false;
   // Optional: what each of `threads` threads reads first when a step of this op runs on these
   // inputs (inputs[i] node i's), at most `bytes` each; the threads prefetch it while they wait

@@ -54,6 +54,7 @@ void HfStaticIOManager::load(std::shared_ptr<const Program> program, BufferAlloc
     MethodState& ms = method(kind);
     ms.rows = method_rows(*metadata, kind == StepKind::Prefill);
     ms.method = Method::load(program, kind == StepKind::Prefill ? info_.prefill_method : info_.decode_method, runtime);
+    ms.active_rows = runtime.active_rows && ms.method->rows() == ms.rows;
   }
   check_buffer_bytes(*program, state_bytes, runtime);
   try {
@@ -170,6 +171,7 @@ void HfStaticIOManager::prepare(StepKind kind, int64_t start_pos, std::span<cons
   }
   if (metadata_.has_local_mask()) write_local_mask(ms, start_pos, n);
   write_counters(start_pos);
+  if (ms.active_rows) ms.execution->set_active_rows(n);
   const size_t logits = logits_output(info_.n_layers);
   if (all_logits_)
     ms.execution->set_output_rows(logits, 0, T);

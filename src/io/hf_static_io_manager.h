@@ -32,6 +32,7 @@ class HfStaticIOManager : public IOManager {
   // Introspection for tests and tools.
   const Execution& execution(StepKind kind) const { return *method(kind).execution; }
   void* state_buffer(size_t index) const { return state_[index].data(); }  // k0, v0, c0, k1, ...
+  size_t state_buffer_bytes(size_t index) const { return state_[index].size(); }
   size_t state_count() const { return state_.size(); }
 
  protected:
@@ -53,7 +54,8 @@ class HfStaticIOManager : public IOManager {
   struct MethodState {
     std::shared_ptr<const Method> method;
     std::unique_ptr<Execution> execution;
-    int64_t rows = 0;  // T
+    int64_t rows = 0;          // T
+    bool active_rows = false;  // a step runs on its real rows only (RuntimeOptions::active_rows)
     Buffer tokens, positions, mask;
     Buffer local_mask;  // version 2 only
   };

@@ -247,6 +247,50 @@ TEST_F(Executor, OnlyTheWantedRowsOfAnOutputAreComputed) {
   EXPECT_THAT(error_of([&] { ex.set_output_rows(1, 0, 1); }), HasSubstr("output index 1 out of range"));
 }
 
+TEST_F(Executor, ActiveRowsAreComputedAsInTheWholeRunAndNoOthers) {
+  // y = linear(rms_norm(x)) + x on 3 active rows of 6: rows 0-2 bit for bit those of a run of
+  // all rows (gemm's variant, though three rows alone would take the matrix-vector one), rows
+  // 3-5 untouched; rows wanted of y within the active ones still cut the linear further.
+  const int64_t T = 6, N = 40, n = 3;
+  std::vector<float> w(size_t(N * N)), norm(size_t(N), 1.0f);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(std::sin(0.5 * double(i))) * 0.3f;
+  Graph g;
+  g.in("x", DType::F32, {1, T, N}).weight("w", {N, N}, w).weight("g", {N}, norm);
+  g.val("h", DType::F32, {1, T, N}).val("l", DType::F32, {1, T, N}).val("y", DType::F32, {1, T, N});
+  g.node("rms_norm", {"x", "g"}, {"h"}, {{"eps", 1e-6}});
+  g.node("linear", {"h", "w"}, {"l"});
+  g.node("add", {"l", "x"}, {"y"});
+  g.out("y", "y", OutputMemory::Unplanned);
+  auto method = load(g);
+  EXPECT_EQ(method->rows(), T);
+  std::vector<float> x(size_t(T * N));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::cos(0.37 * double(i))) + 0.1f;
+  std::vector<float> whole(size_t(T * N)), part(size_t(T * N), 12345.0f);
+  Execution all(method), active(method);
+  all.bind_input(0, x.data());
+  all.bind_output(0, whole.data());
+  ASSERT_TRUE(all.run().ok());
+  active.bind_input(0, x.data());
+  active.bind_output(0, part.data());
+  active.set_active_rows(n);
+  ASSERT_TRUE(active.run().ok());
+  for (int64_t i = 0; i < T * N; ++i) {
+    if (i < n * N)
+      ASSERT_EQ(part[size_t(i)], whole[size_t(i)]) << "element " << i;
+    else
+      ASSERT_EQ(part[size_t(i)], 12345.0f) << "element " << i << " past the active rows was computed";
+  }
+  EXPECT_THAT(error_of([&] { active.set_active_rows(0); }), HasSubstr("0 active rows are not within its 6 rows"));
+  EXPECT_THAT(error_of([&] { active.set_active_rows(T + 1); }), HasSubstr("7 active rows"));
+
+  Graph no_rows;  // a copy has no row operands
+  no_rows.in("x", DType::F32, {1, T, N}).val("y", DType::F32, {1, T, N});
+  no_rows.node("copy", {"x"}, {"y"});
+  no_rows.out("y", "y", OutputMemory::Planned);
+  Execution copy(load(no_rows));
+  EXPECT_THAT(error_of([&] { copy.set_active_rows(1); }), HasSubstr("has no token axis"));
+}
+
 TEST_F(Executor, NormAndSiluMulFoldIntoTheLinearsOnlyWhenNothingElseReadsThem) {
   // h = rms_norm(x); a, b = linear(h); s = silu_mul(a, b); y = linear(s). Both ops fold into
   // the linears after them, unless h or s is also a method output or read by another node; the
