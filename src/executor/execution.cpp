@@ -53,6 +53,14 @@ void Execution::set_active_rows(int64_t n) {
   active_rows_ = n == rows ? -1 : n;
 }
 
+void Execution::set_kernel_rows(int64_t rows) {
+  if (rows < 0) fail("method '", method_->name(), "': kernel rows ", rows, " is negative");
+  if (rows == 0)
+    kernel_rows_.reset();
+  else
+    kernel_rows_ = method_->kernels_->for_rows(rows);
+}
+
 void* Execution::output_data(size_t i) const {
   const auto& o = method_->outputs_[i];
   switch (method_->output_memory(i)) {
@@ -174,6 +182,7 @@ Status Execution::run(ThreadPool* pool) {
       std::tie(begin, end) = output_rows_[step.sliceable_output];
       k = m.kernels_;
     }
+    if (kernel_rows_) k = &*kernel_rows_;
     if (step.has_rows && end >= 0) {
       cut_ins = *ins;
       cut_outs = *outs;

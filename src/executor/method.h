@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -161,6 +162,10 @@ class Execution {
   // (set_output_rows) must lie within them. set_active_rows(T) runs all again (the default).
   // Throws Error when n is outside [1, T] or the method has no token axis (rows() == 0).
   void set_active_rows(int64_t n);
+  // From now on every step runs the kernel variants `rows` rows take (1: each row exactly as a
+  // one-row method computes it, a decode step), the rows wanted of outputs included; 0 goes
+  // back to the method's own (the default). Throws Error for a negative count.
+  void set_kernel_rows(int64_t rows);
   void* input_data(size_t i) const { return inputs_[i]; }
   // Address of output i: the input it aliases, the arena slot, or the bound buffer.
   void* output_data(size_t i) const;
@@ -190,6 +195,7 @@ class Execution {
   std::vector<void*> outputs_;
   std::vector<std::pair<int64_t, int64_t>> output_rows_;  // wanted rows per output; {0, -1}: all
   int64_t active_rows_ = -1;                              // -1: all
+  std::optional<kernels::KernelTable> kernel_rows_;       // set_kernel_rows: every step's table
   // Per step, what each thread prefetches while it waits at the step's end (the next reading
   // step's first bytes: PrefetchRange); made for idle_plans_threads_ threads, 0 when stale.
   std::vector<std::vector<PrefetchRange>> idle_plans_;

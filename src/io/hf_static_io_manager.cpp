@@ -172,9 +172,10 @@ void HfStaticIOManager::prepare(StepKind kind, int64_t start_pos, std::span<cons
   if (metadata_.has_local_mask()) write_local_mask(ms, start_pos, n);
   write_counters(start_pos);
   if (ms.active_rows) ms.execution->set_active_rows(n);
+  ms.execution->set_kernel_rows(verifying_ ? 1 : 0);
   const size_t logits = logits_output(info_.n_layers);
-  if (all_logits_)
-    ms.execution->set_output_rows(logits, 0, T);
+  if (all_logits_ || verifying_)
+    ms.execution->set_output_rows(logits, 0, verifying_ ? n : T);
   else
     ms.execution->set_output_rows(logits, n - 1, n);
   prepared_ = kind;
@@ -219,6 +220,33 @@ Status HfStaticIOManager::run(ThreadPool* pool) {
   Status s = method(*prepared_).execution->run(pool);
   ran_ = s.ok();
   return s;
+}
+
+int64_t HfStaticIOManager::verify_capacity(int64_t start_pos) const {
+  return prefill_.active_rows && start_pos >= 0 && prefill_fits(start_pos) ? prefill_.rows : 0;
+}
+
+Status HfStaticIOManager::verify(int64_t start_pos, std::span<const int64_t> tokens, ThreadPool* pool) {
+  if (int64_t(tokens.size()) > verify_capacity(start_pos))
+    fail("verify: ", tokens.size(), " tokens at start_pos ", start_pos, " is more than the ",
+         verify_capacity(start_pos), " it can take there");
+  verifying_ = true;
+  try {
+    Status s = step(StepKind::Prefill, start_pos, tokens, pool);
+    verifying_ = false;
+    return s;
+  } catch (...) {
+    verifying_ = false;
+    throw;
+  }
+}
+
+std::span<const float> HfStaticIOManager::verified_logits(int64_t row) const {
+  if (!prepared_ || !ran_ || row < 0 || row >= prepared_rows_)
+    fail("no logits of row ", row, ": the last step ran ", ran_ ? prepared_rows_ : 0, " rows");
+  const Execution& exec = *method(*prepared_).execution;
+  const float* all = static_cast<const float*>(exec.output_data(logits_output(info_.n_layers)));
+  return {all + row * info_.vocab_size, size_t(info_.vocab_size)};
 }
 
 std::span<const float> HfStaticIOManager::logits() const {

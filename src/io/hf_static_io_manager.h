@@ -22,6 +22,11 @@ class HfStaticIOManager : public IOManager {
   void reset() override;
   std::vector<Step> plan(int64_t start_pos, size_t n_tokens) const override;
   std::span<const float> logits() const override;
+  // Through the prefill method on its active rows with the decode step's kernels, where a padded
+  // prefill fits.
+  int64_t verify_capacity(int64_t start_pos) const override;
+  Status verify(int64_t start_pos, std::span<const int64_t> tokens, ThreadPool* pool = nullptr) override;
+  std::span<const float> verified_logits(int64_t row) const override;
 
   // A step computes the logits of its last real row only (what logits() returns; the other
   // rows of the logits output keep stale values). set_all_logits(true) computes every row, for
@@ -72,6 +77,7 @@ class HfStaticIOManager : public IOManager {
   int64_t prepared_rows_ = 0;  // real rows of the prepared step
   bool ran_ = false;
   bool all_logits_ = false;
+  bool verifying_ = false;  // the prepared step is verify()'s
 };
 
 }  // namespace hfstatic

@@ -24,6 +24,14 @@ Status IOManager::feed(int64_t start_pos, std::span<const int64_t> tokens, Threa
   return {};
 }
 
+Status IOManager::verify(int64_t, std::span<const int64_t>, ThreadPool*) {
+  fail("this I/O manager cannot verify drafted tokens in one step");
+}
+
+std::span<const float> IOManager::verified_logits(int64_t) const {
+  fail("this I/O manager cannot verify drafted tokens in one step");
+}
+
 IOManagerRegistry& IOManagerRegistry::instance() {
   static IOManagerRegistry registry = [] {
     IOManagerRegistry r;

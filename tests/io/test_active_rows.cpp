@@ -1,5 +1,6 @@
 // Active rows: a prefill step computes only the real rows the IOManager planned, and for them
-// it is bit for bit the run of the whole chunk. Every family preset, float32 and float16
+// it is bit for bit the run of the whole chunk; a step verifying drafted tokens is bit for bit
+// the decode steps of those tokens. Every family preset, float32 and float16
 // caches, float, int8 and int4 weights, repeated state, n = 1, 2, 7, T - 1 and T real rows, a
 // continuation after them and a tail routed through decode: the logits, every cache slot and
 // every counter of a run on active rows against the same steps run on the whole chunk.
@@ -97,6 +98,53 @@ TEST_P(ActiveRows, RealRowsAreBitIdenticalToTheWholeChunk) {
         feed_both(*active, *full, n, tokens(n % 5 + 3, n + 1), threads, what + " continuation");
         feed_both(*active, *full, C - 5, tokens(5, n + 2), threads, what + " tail");
       }
+  }
+}
+
+// verify() of drafted tokens against decode steps of the same tokens: each row's logits bit for
+// bit the decode step's, then a rollback (a decode step at a position verify() already filled)
+// equal to decoding there directly; no verify() where a padded prefill does not fit.
+TEST_P(ActiveRows, VerifiedRowsAreTheDecodeSteps) {
+  const std::string ckpt = test::cached_checkpoint(GetParam(), 3);
+  ThreadPool pool(2);
+  for (const Variant& v : kVariants) {
+    ExportOptions o;
+    o.graph.prefill_len = T;
+    o.graph.max_context = C;
+    o.graph.cache_dtype = v.cache;
+    o.graph.repeat_state = v.repeat_state;
+    o.quant = v.quant;
+    const std::string path = dir.file(std::string(v.name) + ".hfs");
+    export_program(ckpt, path, o);
+    auto program = Program::load(path);
+    for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool})
+      for (int64_t k : {int64_t(1), int64_t(5), T}) {
+        const std::string what =
+            GetParam() + " " + v.name + " k=" + std::to_string(k) + (threads ? " threads=2" : " threads=1");
+        auto verifier = load(program, true), decoder = load(program, true);
+        const std::vector<int64_t> prompt = tokens(10, k), drafts = tokens(k, k + 7);
+        ASSERT_TRUE(verifier->feed(0, prompt, threads).ok());
+        ASSERT_TRUE(decoder->feed(0, prompt, threads).ok());
+        ASSERT_EQ(verifier->verify_capacity(10), T);
+        ASSERT_TRUE(verifier->verify(10, drafts, threads).ok()) << what;
+        for (int64_t i = 0; i < k; ++i) {
+          ASSERT_TRUE(decoder->step(StepKind::Decode, 10 + i, std::span(drafts).subspan(size_t(i), 1), threads).ok());
+          const auto got = verifier->verified_logits(i), want = decoder->logits();
+          ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size_bytes()), 0) << what << ": row " << i;
+        }
+        // Only the first draft kept: decode another token at 11, over the rejected rows' slots.
+        const std::vector<int64_t> other = {77};
+        auto direct = load(program, true);
+        ASSERT_TRUE(direct->feed(0, prompt, threads).ok());
+        ASSERT_TRUE(direct->step(StepKind::Decode, 10, std::span(drafts).subspan(0, 1), threads).ok());
+        ASSERT_TRUE(direct->step(StepKind::Decode, 11, other, threads).ok());
+        ASSERT_TRUE(verifier->step(StepKind::Decode, 11, other, threads).ok());
+        ASSERT_EQ(std::memcmp(verifier->logits().data(), direct->logits().data(), direct->logits().size_bytes()), 0)
+            << what << ": after the rollback";
+      }
+    auto io = load(program, true);
+    EXPECT_EQ(io->verify_capacity(C - T + 1), 0);
+    EXPECT_THROW(io->verify(C - T + 1, tokens(2, 1)), Error);
   }
 }
 
