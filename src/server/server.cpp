@@ -267,26 +267,37 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
   try {
     CompletionRequest r = parse_completion_request(req.body, endpoint, limits);
     std::vector<int64_t> prompt;
+    const char* prompt_param = chat ? "messages" : "prompt";
+    auto too_long = [&](const std::string& count) {
+      return ApiError(400,
+                      "This model's maximum context length is " + std::to_string(limits.max_context) +
+                          " tokens; the prompt has " + count + " tokens",
+                      prompt_param, "context_length_exceeded");
+    };
+    // Tokenized only as far as the context can take: a longer prompt is refused early.
+    const size_t max_tokens = size_t(limits.max_context);
     if (chat) {
       try {
         Conversation conversation(*tokenizer, r.messages, r.template_context);
         bool restart = false;
-        prompt = conversation.pending_tokens(restart);
+        prompt = conversation.pending_tokens(restart, max_tokens);
+      } catch (const TokenLimitError&) {
+        throw too_long("more than " + std::to_string(max_tokens));
       } catch (const std::exception& e) {
         throw ApiError(400, std::string("the chat template cannot render these messages: ") + e.what(), "messages");
       }
     } else {
-      const std::vector<int32_t> ids = tokenizer->encode(r.prompt, /*add_special_tokens=*/true);
-      prompt.assign(ids.begin(), ids.end());
+      try {
+        const std::vector<int32_t> ids =
+            tokenizer->encode(r.prompt, /*add_special_tokens=*/true, /*parse_special=*/true, max_tokens);
+        prompt.assign(ids.begin(), ids.end());
+      } catch (const TokenLimitError&) {
+        throw too_long("more than " + std::to_string(max_tokens));
+      }
     }
     const size_t n_prompt = prompt.size();
-    const char* prompt_param = chat ? "messages" : "prompt";
     if (n_prompt == 0) throw ApiError(400, "the prompt is empty", prompt_param);
-    if (int64_t(n_prompt) > limits.max_context)
-      throw ApiError(400,
-                     "This model's maximum context length is " + std::to_string(limits.max_context) +
-                         " tokens; the prompt has " + std::to_string(n_prompt) + " tokens",
-                     prompt_param, "context_length_exceeded");
+    if (int64_t(n_prompt) > limits.max_context) throw too_long(std::to_string(n_prompt));
 
     SlotPool::Outcome outcome;
     SlotLease lease = pool->acquire(&outcome);

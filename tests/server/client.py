@@ -359,6 +359,24 @@ def c_bad(a):
     return seen
 
 
+def c_huge_prompt(a):
+    """Prompts of megabytes: tokenized only until they pass the context, then refused."""
+    text = "word " * (a.prompt_bytes // 5)
+    seen = {}
+    for name, path, body in (("completion", "/v1/completions", {"prompt": text, "max_tokens": 4}),
+                             ("chat", "/v1/chat/completions",
+                              {"messages": [{"role": "user", "content": text}], "max_tokens": 4})):
+        t0 = time.time()
+        status, _, payload = request("POST", path, body=body)
+        seconds = time.time() - t0
+        err = check_error(status, payload, 400, name)
+        seen[name] = {"status": status, "code": err["code"], "param": err["param"], "message": err["message"],
+                      "seconds": round(seconds, 3)}
+    seen["health"] = health()["status"]
+    completion("still alive", 4)
+    return seen
+
+
 def c_framing(a):
     """Bodies whose size the server cannot bound before reading them, and errors that never echo a body."""
     seen = {}
@@ -512,7 +530,7 @@ def c_cli(a):
 
 
 CHECKS = {"basic": c_basic, "stream": c_stream, "concurrent": c_concurrent, "queue": c_queue, "disconnect": c_disconnect,
-          "bad": c_bad, "framing": c_framing, "slow_clients": c_slow_clients, "slow_flood": c_slow_flood,
+          "bad": c_bad, "huge_prompt": c_huge_prompt, "framing": c_framing, "slow_clients": c_slow_clients, "slow_flood": c_slow_flood,
           "auth": c_auth, "cli": c_cli}
 
 
@@ -527,6 +545,7 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=12)
     ap.add_argument("--max-context", type=int, default=512)
     ap.add_argument("--requests", type=int, default=6)
+    ap.add_argument("--prompt-bytes", type=int, default=2 << 20)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--cli", default="")
     ap.add_argument("--model", default="")

@@ -178,6 +178,24 @@ TEST(ServerHttp, BadRequestsGetOpenAIErrors) {
   EXPECT_EQ(r.result["chat with tools"]["status"], 200);
 }
 
+TEST(ServerHttp, PromptsOfMegabytesAreTokenizedOnlyPastTheContext) {
+  ServerOptions o;
+  o.max_body_bytes = 4 << 20;
+  RunningServer s(o);
+  auto r = client("huge_prompt", s.port(), {"--prompt-bytes", std::to_string(2 << 20)});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* name : {"completion", "chat"}) {
+    const json& e = r.result[name];
+    EXPECT_EQ(e["code"], "context_length_exceeded") << name;
+    EXPECT_EQ(e["param"], std::string(name) == "chat" ? "messages" : "prompt");
+    // Encoded whole, the 419,430 words would be counted; stopped, the count is the limit.
+    EXPECT_NE(e["message"].get<std::string>().find("the prompt has more than 256 tokens"), std::string::npos)
+        << e["message"];
+    EXPECT_LT(e["seconds"].get<double>(), 2.0) << name;
+  }
+  EXPECT_EQ(r.result["health"], "ok");
+}
+
 TEST(ServerHttp, BodiesOfUnknownSizeAreRefusedAndErrorsEchoNoBody) {
   RunningServer s(ServerOptions{});
   auto r = client("framing", s.port());
