@@ -100,8 +100,9 @@ class Tokenizer:
     @staticmethod
     def from_json(tokenizer_json: str, tokenizer_config_json: str = "") -> "Tokenizer":
         """A tokenizer from the text of a tokenizer.json (and of a tokenizer_config.json)."""
-    def encode(self, text: str, add_special_tokens: bool = True) -> List[int]:
-        """Token ids of `text`; add_special_tokens applies the post-processor (a bos, for instance)."""
+    def encode(self, text: str, add_special_tokens: bool = True, *, max_tokens: Optional[int] = None) -> List[int]:
+        """Token ids of `text`; add_special_tokens applies the post-processor (a bos, for instance).
+        max_tokens: UsageError ('more than N tokens') as soon as the ids pass it."""
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
         """The text of `ids`; UsageError for an id outside the vocabulary."""
     def apply_chat_template(self, messages: Sequence[_Message], add_generation_prompt: bool = True) -> str:

@@ -77,13 +77,19 @@ void bind_tokenizer(py::module_& m) {
           "A tokenizer from the text of a tokenizer.json (and of a tokenizer_config.json).")
       .def(
           "encode",
-          [](const TokenizerHandle& t, const std::string& text, bool add_special_tokens) {
+          [](const TokenizerHandle& t, const std::string& text, bool add_special_tokens,
+             std::optional<size_t> max_tokens) {
             const Tokenizer& tok = t.get();
             py::gil_scoped_release release;
-            return refusals_are_usage_errors([&] { return tok.encode(text, add_special_tokens); });
+            return refusals_are_usage_errors([&] {
+              return tok.encode(text, add_special_tokens, /*parse_special=*/true,
+                                max_tokens.value_or(Tokenizer::kNoTokenLimit));
+            });
           },
-          py::arg("text"), py::arg("add_special_tokens") = true,
-          "Token ids of `text`; add_special_tokens applies the post-processor (a bos, for instance).")
+          py::arg("text"), py::arg("add_special_tokens") = true, py::kw_only(), py::arg("max_tokens") = py::none(),
+          "Token ids of `text`; add_special_tokens applies the post-processor (a bos, for instance). "
+          "max_tokens: raises UsageError ('more than N tokens') as soon as the ids pass it, having "
+          "tokenized little more than that.")
       .def(
           "decode",
           [](const TokenizerHandle& t, const std::vector<int64_t>& ids, bool skip_special_tokens) {
