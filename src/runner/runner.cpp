@@ -1,5 +1,7 @@
 #include "runner/runner.h"
 
+#include "runner/drafter.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -150,6 +152,27 @@ void Runner::feed_token(int64_t token) {
   ++fed_;
 }
 
+std::vector<int64_t> Runner::feed_with_drafts(int64_t token, const GenerationConfig& config, int64_t room,
+                                              GenerationStats& stats) {
+  ++stats.steps;
+  const int64_t most = std::min({config.draft_max, room, io_->verify_capacity(fed_) - 1});
+  std::vector<int64_t> drafts;
+  if (config.drafter && most > 0) drafts = config.drafter->propose(context_, most);
+  if (int64_t(drafts.size()) > std::max<int64_t>(most, 0)) drafts.resize(size_t(std::max<int64_t>(most, 0)));
+  if (drafts.empty()) {
+    feed_token(token);
+    return drafts;
+  }
+  check_tokens(drafts);
+  std::vector<int64_t> rows = {token};
+  rows.insert(rows.end(), drafts.begin(), drafts.end());
+  Status st = io_->verify(fed_, rows, pool_.get());
+  if (!st.ok()) fail(st.message());
+  ++fed_;
+  stats.drafted_tokens += int64_t(drafts.size());
+  return drafts;
+}
+
 GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const GenerationConfig& config,
                                          const std::function<bool(int64_t)>& on_token,
                                          const std::function<void(const std::string&)>& on_text) {
@@ -183,12 +206,19 @@ GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const 
   size_t emitted = 0;  // bytes of text passed to on_text
   const auto decode_start = Clock::now();
   result.stop_reason = StopReason::Length;
+  // The next token's logits: the last step's, or row `row` of a verify step of `drafts`.
+  std::span<const float> logits = io_->logits();
+  std::vector<int64_t> drafts;
+  size_t row = 0;
   while (int64_t(result.tokens.size()) < config.max_new_tokens) {
     if (stop_requested_.load()) {
       result.stop_reason = StopReason::Stopped;
       break;
     }
-    const int64_t token = sampler.sample(io_->logits(), context_);
+    bool accepted = false;
+    const int64_t token = row < drafts.size() ? sampler.sample_draft(logits, context_, drafts[row], &accepted)
+                                              : sampler.sample(logits, context_);
+    if (accepted) ++stats.accepted_tokens;
     if (result.tokens.empty()) stats.ttft_ms = ms_since(t0);
     result.tokens.push_back(token);
     context_.push_back(token);  // pending: fed at the next step or the next turn
@@ -226,11 +256,19 @@ GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const 
     }
     if (stop) break;
     if (int64_t(result.tokens.size()) == config.max_new_tokens) break;
+    if (accepted) {  // the verify step fed it already, with the draft after it
+      ++fed_;
+      logits = io_->verified_logits(int64_t(++row));
+      continue;
+    }
     if (fed_ >= m.max_context) {
       result.stop_reason = StopReason::ContextFull;
       break;
     }
-    feed_token(token);
+    const int64_t room = config.max_new_tokens - int64_t(result.tokens.size());
+    drafts = feed_with_drafts(token, config, room, stats);
+    row = 0;
+    logits = drafts.empty() ? io_->logits() : io_->verified_logits(0);
   }
   if (decoder && result.stop_reason != StopReason::StopString) text += decoder->flush();
   if (on_text && text.size() > emitted) on_text(text.substr(emitted));

@@ -13,6 +13,7 @@
 
 namespace hfstatic {
 
+class Drafter;
 class Tokenizer;
 class ThreadPool;
 
@@ -25,6 +26,11 @@ struct GenerationConfig {
   std::vector<int64_t> stop_tokens;       // in addition to the model's eos ids
   std::vector<std::string> stop_strings;  // needs a tokenizer
   bool ignore_eos = false;
+  // Speculative decoding: the drafter (not owned; null: off) proposes up to draft_max tokens,
+  // which one step verifies. Greedy output is the same token for token; sampled output keeps
+  // the sampler's distribution (Sampler::sample_draft).
+  Drafter* drafter = nullptr;
+  int64_t draft_max = 4;
 };
 
 struct GenerationStats {
@@ -36,6 +42,8 @@ struct GenerationStats {
   double prefill_tokens_per_s() const { return prefill_ms > 0 ? prompt_tokens * 1000.0 / prefill_ms : 0; }
   double decode_tokens_per_s() const;
   uint64_t peak_rss_bytes = 0;
+  // Model steps after the prompt (decode and verify steps), tokens drafted and accepted.
+  int64_t steps = 0, drafted_tokens = 0, accepted_tokens = 0;
 };
 
 struct GenerationResult {
@@ -99,6 +107,11 @@ class Runner {
   int64_t feed_prompt(std::span<const int64_t> prompt);
   // Feeds the sampled token at the current position. Throws Error.
   void feed_token(int64_t token);
+  // Feeds the pending token `token` with up to draft_max drafts after it in one verify step
+  // when the drafter has some and the step fits; returns the drafts (empty: fed alone, as
+  // feed_token does). At most `room` drafts.
+  std::vector<int64_t> feed_with_drafts(int64_t token, const GenerationConfig& config, int64_t room,
+                                        GenerationStats& stats);
 
   std::unique_ptr<IOManager> io_;
   std::shared_ptr<const Tokenizer> tokenizer_;

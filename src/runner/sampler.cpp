@@ -16,7 +16,7 @@ double Sampler::uniform() {
   return double(z >> 11) * 0x1.0p-53;
 }
 
-int64_t Sampler::sample(std::span<const float> logits, std::span<const int64_t> recent) {
+void Sampler::distribution(std::span<const float> logits, std::span<const int64_t> recent) {
   const int64_t n = int64_t(logits.size());
   scratch_.assign(logits.begin(), logits.end());
   if (config_.repetition_penalty != 1.0f) {
@@ -34,7 +34,7 @@ int64_t Sampler::sample(std::span<const float> logits, std::span<const int64_t> 
   // NaN logits never win.
   for (float& l : scratch_)
     if (std::isnan(l)) l = -INFINITY;
-  if (config_.temperature <= 0.0f) return std::max_element(scratch_.begin(), scratch_.end()) - scratch_.begin();
+  if (config_.temperature <= 0.0f) return;
 
   order_.resize(size_t(n));
   std::iota(order_.begin(), order_.end(), 0);
@@ -45,36 +45,67 @@ int64_t Sampler::sample(std::span<const float> logits, std::span<const int64_t> 
   order_.resize(size_t(keep));
 
   const float top = scratch_[size_t(order_[0])];
-  std::vector<double> probs(order_.size());
+  probs_.resize(order_.size());
   double total = 0;
   for (size_t i = 0; i < order_.size(); ++i) {
-    probs[i] = std::exp(double(scratch_[size_t(order_[i])] - top) / config_.temperature);
-    total += probs[i];
+    probs_[i] = std::exp(double(scratch_[size_t(order_[i])] - top) / config_.temperature);
+    total += probs_[i];
   }
-  for (double& p : probs) p /= total;
-  size_t cut = probs.size();
+  for (double& p : probs_) p /= total;
+  size_t cut = probs_.size();
   if (config_.min_p > 0) {
-    const double threshold = config_.min_p * probs[0];
-    while (cut > 1 && probs[cut - 1] < threshold) --cut;
+    const double threshold = config_.min_p * probs_[0];
+    while (cut > 1 && probs_[cut - 1] < threshold) --cut;
   }
   if (config_.top_p < 1.0f) {
     double cumulative = 0;
     for (size_t i = 0; i < cut; ++i) {
-      cumulative += probs[i];
+      cumulative += probs_[i];
       if (cumulative >= config_.top_p) {
         cut = i + 1;
         break;
       }
     }
   }
-  double mass = 0;
-  for (size_t i = 0; i < cut; ++i) mass += probs[i];
-  double r = uniform() * mass;
-  for (size_t i = 0; i < cut; ++i) {
-    r -= probs[i];
+  order_.resize(cut);
+  probs_.resize(cut);
+  mass_ = 0;
+  for (double p : probs_) mass_ += p;
+}
+
+int64_t Sampler::sample(std::span<const float> logits, std::span<const int64_t> recent) {
+  distribution(logits, recent);
+  if (config_.temperature <= 0.0f) return std::max_element(scratch_.begin(), scratch_.end()) - scratch_.begin();
+  double r = uniform() * mass_;
+  for (size_t i = 0; i < order_.size(); ++i) {
+    r -= probs_[i];
     if (r < 0) return order_[i];
   }
-  return order_[cut - 1];
+  return order_.back();
+}
+
+int64_t Sampler::sample_draft(std::span<const float> logits, std::span<const int64_t> recent, int64_t draft,
+                              bool* accepted) {
+  distribution(logits, recent);
+  if (config_.temperature <= 0.0f) {
+    const int64_t best = std::max_element(scratch_.begin(), scratch_.end()) - scratch_.begin();
+    *accepted = best == draft;
+    return best;
+  }
+  const auto at = std::find(order_.begin(), order_.end(), draft);
+  const double p = at == order_.end() ? 0.0 : probs_[size_t(at - order_.begin())];
+  *accepted = uniform() * mass_ < p;
+  if (*accepted) return draft;
+  // The rest of the distribution: the draft's share taken out.
+  double r = uniform() * (mass_ - p);
+  for (size_t i = 0; i < order_.size(); ++i) {
+    if (order_[i] == draft) continue;
+    r -= probs_[i];
+    if (r < 0) return order_[i];
+  }
+  for (size_t i = order_.size(); i-- > 0;)
+    if (order_[i] != draft) return order_[i];
+  return draft;  // the draft was the only token kept (and p = mass, so accepted: not reached)
 }
 
 }  // namespace hfstatic

@@ -21,13 +21,23 @@ class Sampler {
   explicit Sampler(const SamplingConfig& config);
   // `recent` are the context's tokens, for the repetition penalty.
   int64_t sample(std::span<const float> logits, std::span<const int64_t> recent);
+  // Speculative decoding's check of a drafted token: the draft is accepted with the probability
+  // this sampler gives it (greedy: when it is the argmax), and on rejection a token is drawn
+  // from the rest of the distribution renormalized, so that the tokens come out as sample()
+  // would draw them. *accepted says whether the token returned is the draft.
+  int64_t sample_draft(std::span<const float> logits, std::span<const int64_t> recent, int64_t draft, bool* accepted);
 
  private:
+  // The penalised logits in scratch_; with a temperature, the kept tokens in order_ (most likely
+  // first) and their probabilities in probs_, of total mass_ (before renormalizing).
+  void distribution(std::span<const float> logits, std::span<const int64_t> recent);
   double uniform();  // [0, 1)
   SamplingConfig config_;
   uint64_t state_;
   std::vector<float> scratch_;
   std::vector<int64_t> order_;
+  std::vector<double> probs_;
+  double mass_ = 0;
 };
 
 }  // namespace hfstatic
