@@ -2,10 +2,14 @@
 // step (Runner::generate_tokens with GenerationConfig::drafter).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace hfstatic {
+
+class Runner;
 
 class Drafter {
  public:
@@ -25,6 +29,22 @@ class PromptLookup : public Drafter {
 
  private:
   int64_t ngram_max_, ngram_min_;
+};
+
+// A draft program: a smaller model with the same vocabulary whose greedy tokens are the drafts.
+// It keeps its own context and caches, rewound to what it shares with the target's context
+// before each proposal (rewinding is free: counters and masks come from the position).
+class DraftModel : public Drafter {
+ public:
+  // Throws Error naming both programs when their vocabularies differ (the model's size, or the
+  // token strings of their tokenizers).
+  DraftModel(std::unique_ptr<Runner> draft, const Runner& target, const std::string& draft_name,
+             const std::string& target_name);
+  ~DraftModel() override;
+  std::vector<int64_t> propose(std::span<const int64_t> context, int64_t max_tokens) override;
+
+ private:
+  std::unique_ptr<Runner> draft_;
 };
 
 }  // namespace hfstatic

@@ -2,6 +2,7 @@
 // token the plain one (every tiny preset, float32 and float16 caches, int8 and int4 weights,
 // prompts ending inside a chunk, a context filled mid-draft, drafts that are always right and
 // always wrong), and sampled generation keeping the sampler's distribution.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -125,6 +126,37 @@ INSTANTIATE_TEST_SUITE_P(Presets, Speculative,
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
+
+// A draft program: the target itself (every draft right) and another model of the same
+// vocabulary give the plain greedy tokens; one of another vocabulary is refused, naming both.
+TEST(DraftModel, GreedyTokensAreThePlainOnesAndVocabulariesMustMatch) {
+  test::TempDir dir("draft-model");
+  const std::string target_path = export_variant(dir, "tiny", DType::F32, std::nullopt);
+  const std::string other_path = export_variant(dir, "tiny-qwen2", DType::F16, WeightQuant{DType::I8, 32});
+  RunnerOptions options;
+  options.threads = 1;
+  auto target = Runner::load(target_path, options);
+  const std::vector<int64_t> prompt = {10, 11, 12, 13, 10, 11};
+  const GenerationResult plain = target->generate_tokens(prompt, greedy(40));
+  for (const std::string& draft_path : {target_path, other_path}) {
+    DraftModel draft(Runner::load(draft_path, options), *target, draft_path, target_path);
+    target->reset();
+    const GenerationResult spec = target->generate_tokens(prompt, greedy(40, &draft, 4));
+    EXPECT_EQ(spec.tokens, plain.tokens) << draft_path;
+    if (draft_path == target_path) EXPECT_GE(spec.stats.accepted_tokens, 30);
+    // A second generation continues the conversation: the draft rewinds to what it shares.
+    target->reset();
+    EXPECT_EQ(target->generate_tokens(prompt, greedy(40, &draft, 4)).tokens, plain.tokens) << draft_path;
+  }
+  ExportOptions o;
+  o.graph.prefill_len = kPrefill;
+  o.graph.max_context = kContext;
+  const std::string demo = dir.file("demo.hfs");
+  export_program(std::string(HFSTATIC_SOURCE_DIR) + "/models/demo", demo, o);
+  EXPECT_THAT(test::error_of([&] { DraftModel(Runner::load(demo, options), *target, demo, target_path); }),
+              testing::HasSubstr("draft program " + demo + " has a vocabulary of 4096 tokens, the program " +
+                                 target_path + " of 272"));
+}
 
 // With a temperature the drafted token is accepted with the probability the sampler gives it:
 // the first two tokens of many seeded runs have the same joint distribution with and without a
