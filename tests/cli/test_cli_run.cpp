@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "format/program.h"
 #include "test_support.h"
 
@@ -131,6 +133,30 @@ TEST(CliChat, TemplateChatSingleAndMultiTurn) {
       "hello\nagain\n");
   EXPECT_EQ(two.exit_code, 0) << two.err;
   EXPECT_EQ(lines(two.out), 2u) << two.out;
+}
+
+// A chat message of megabytes is tokenized only until it passes the context, from -f and from
+// standard input alike: the error counts no more tokens than the context holds.
+TEST(CliChat, AMessageFarPastTheContextIsRefusedEarly) {
+  test::TempDir dir("cli-chat-long");
+  GraphOptions g;
+  g.prefill_len = 8;
+  g.max_context = 128;
+  const std::string path = test::export_to(test::cached_checkpoint("tiny-qwen2", 2), dir.file("chat.hfs"), g);
+  std::string text;
+  for (int i = 0; i < 800000; ++i) text += "word ";  // 4 MB, 800,000 tokens
+  test::write_file(dir.file("long.txt"), text);
+  const auto start = std::chrono::steady_clock::now();
+  auto file = test::run_cli({"run", "-m", path, "--chat", "-f", dir.file("long.txt"), "-n", "4", "-t", "1"});
+  auto input = test::run_cli({"run", "-m", path, "--chat", "-n", "4", "-t", "1"}, "hi\n" + text + "\n");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const auto* r : {&file, &input}) {
+    EXPECT_EQ(r->exit_code, 1) << r->err;
+    EXPECT_THAT(r->err, HasSubstr("prompt does not fit: more than 128 tokens > max_context 128")) << r->err;
+    EXPECT_EQ(lines(r->err), 1u) << r->err;
+  }
+  EXPECT_EQ(lines(input.out), 1u) << input.out;  // the first turn's reply
+  EXPECT_LT(seconds, 20.0);
 }
 
 // The Gemma 3 preset's tokenizer and template: "<bos><start_of_turn>user\nHi there<end_of_turn>\n
