@@ -4,6 +4,7 @@
 #include <string>
 
 #include "bench/bench.h"
+#include "bench/speculation.h"
 #include "cli/args.h"
 #include "cli/runtime_env.h"
 #include "kernels/thread_pool.h"
@@ -27,7 +28,8 @@ std::string percent_or_unknown(const nlohmann::json& fraction) {
 
 int run_bench_command(const std::vector<std::string>& argv) {
   Args args(argv,
-            {"-m|--model", "-p|--prompt", "-n|--gen", "-r|--reps", "-t|--threads", "--bandwidth-mib", kMaxBufferFlag},
+            {"-m|--model", "-p|--prompt", "-n|--gen", "-r|--reps", "-t|--threads", "--bandwidth-mib", kMaxBufferFlag,
+             "--lookup"},
             {"--json", "--no-ceilings"});
   args.expect_positional(0, "");
   auto model = args.get("--model");
@@ -41,7 +43,9 @@ int run_bench_command(const std::vector<std::string>& argv) {
   o.bandwidth_bytes = uint64_t(args.get_int("--bandwidth-mib", 1024, 16, 1 << 20)) << 20;
   o.ceilings = !args.has("--no-ceilings");
   o.runtime = runtime_options(args);
+  const int64_t lookup = args.get_int("--lookup", 0, 1, 64);
   bench::BenchResult r = bench::run_bench(o);
+  if (lookup > 0) r.json["speculation"] = bench::run_speculation_bench(o, lookup);
   const nlohmann::json& j = r.json;
   if (args.has("--json")) {
     std::printf("%s\n", j.dump(2).c_str());
@@ -58,8 +62,10 @@ int run_bench_command(const std::vector<std::string>& argv) {
   const bool ceil = j.contains("machine");
   if (j.contains("pp")) {
     const auto& pp = j["pp"];
-    std::printf("pp%-5lld  %s tokens/s  %7.1f GFLOP/s", (long long)pp["tokens"].get<int64_t>(),
-                stats_str(pp["tokens_per_s"]).c_str(), pp["gflops"].get<double>());
+    std::printf("pp%-5lld  %s tokens/s  ttft %6.1f ms  %7.1f GFLOP/s", (long long)pp["tokens"].get<int64_t>(),
+                stats_str(pp["tokens_per_s"]).c_str(),
+                1e3 * pp["tokens"].get<double>() / pp["tokens_per_s"]["median"].get<double>(),
+                pp["gflops"].get<double>());
     if (ceil) std::printf("  %5.1f%% of FMA peak", 100 * pp["fraction_of_peak"].get<double>());
     std::printf("  cpu %.0f%%\n", 100 * pp["cpu_share"].get<double>());
     if (pp.contains("fraction_of_peak_paired")) {
@@ -86,6 +92,22 @@ int run_bench_command(const std::vector<std::string>& argv) {
               mem["peak_rss_bytes"].get<double>() / (1 << 20),
               mem["weights_plus_caches_bytes"].get<double>() / (1 << 20),
               mem["within_budget"].get<bool>() ? "within" : "over");
+  if (j.contains("speculation")) {
+    const auto& sp = j["speculation"];
+    const auto& lk = sp["lookup"];
+    std::printf(
+        "spec     greedy %lld tokens: plain %.1f tokens/s; --lookup %lld %.1f tokens/s (%.2fx), %.2f tokens a "
+        "step, %.0f%% of drafts accepted, tokens %s\n",
+        (long long)sp["tokens"].get<int64_t>(), sp["plain"]["tokens_per_s"].get<double>(),
+        (long long)lk["k"].get<int64_t>(), lk["tokens_per_s"].get<double>(), lk["speedup"].get<double>(),
+        lk["tokens_per_step"].get<double>(), 100 * lk["acceptance"].get<double>(),
+        lk["identical"].get<bool>() ? "identical" : "DIFFERENT");
+    std::printf("ceiling  drafts that are the greedy continuation:");
+    for (const auto& c : sp["ceiling"])
+      std::printf("  k=%lld %.1f tokens/s (%.2fx)", (long long)c["k"].get<int64_t>(), c["tokens_per_s"].get<double>(),
+                  c["speedup"].get<double>());
+    std::printf("\n");
+  }
   if (ceil) {
     const auto& mc = j["machine"];
     std::printf(
@@ -102,8 +124,10 @@ int run_bench_command(const std::vector<std::string>& argv) {
 
 HFSTATIC_COMMAND("bench", "measure prefill/decode throughput against the machine's bandwidth and FMA peak",
                  "-m FILE [-p PROMPT_TOKENS=128] [-n GEN_TOKENS=64] [-r REPS=5] [-t THREADS] [--json]\n"
-                 "       [--no-ceilings] [--bandwidth-mib N=1024] [--max-buffer-mib N]\n"
-                 "  pp: the prompt fed from an empty cache; tg: -n decode steps after the prompt.\n"
+                 "       [--no-ceilings] [--bandwidth-mib N=1024] [--max-buffer-mib N] [--lookup K]\n"
+                 "  pp: the prompt fed from an empty cache (ttft: its time); tg: -n decode steps after the prompt.\n"
+                 "  --lookup K: greedy -n tokens with prompt lookup of up to K drafts against plain decoding,\n"
+                 "  and with drafts that are the greedy continuation (k = 1, 2, 4, 8).\n"
                  "  HFSTATIC_ISA=scalar|avx2|avx512 caps the kernel variant; HFSTATIC_HUGE_PAGES=0 maps the\n"
                  "  weights (and the bandwidth buffer) without huge pages.",
                  run_bench_command);

@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/default_program.h"
 #include "cli/runtime_env.h"
+#include "cli/speculation.h"
 #include "kernels/thread_pool.h"
 #include "runner/runner.h"
 #include "tokenizer/tokenizer.h"
@@ -70,7 +71,8 @@ GenerationResult chat_loop(Runner& runner, const GenerationConfig& config, const
 int run_run(const std::vector<std::string>& argv) {
   Args args(argv,
             {"-m|--model", "-p|--prompt", "-f|--file", "-n|--n-predict", "--temp", "--top-k", "--top-p", "--min-p",
-             "--repeat-penalty", "--seed", "--tokens", "-t|--threads", "--stop", "--system", kMaxBufferFlag},
+             "--repeat-penalty", "--seed", "--tokens", "-t|--threads", "--stop", "--system", kMaxBufferFlag,
+             kLookupFlag, kDraftFlag, kDraftMaxFlag},
             {"--chat", "--stats", "--ignore-eos"});
   args.expect_positional(0, "");
   if (args.has("--prompt") + args.has("--file") + args.has("--tokens") > 1)
@@ -89,6 +91,7 @@ int run_run(const std::vector<std::string>& argv) {
   options.threads = int(args.get_int("--threads", 0, 0, ThreadPool::kMaxThreads));
   options.runtime = runtime_options(args);
 
+  const Speculation speculation = speculation_flags(args);
   std::unique_ptr<Runner> runner;
   if (auto model = args.get("--model")) {
     runner = Runner::load(*model, options);
@@ -96,6 +99,10 @@ int run_run(const std::vector<std::string>& argv) {
     auto bytes = default_program_bytes();
     runner = Runner::load(Program::load_memory(bytes.data(), bytes.size(), kDefaultProgramName), options);
   }
+  const std::unique_ptr<Drafter> drafter =
+      make_drafter(speculation, *runner, args.get_or("--model", kDefaultProgramName), options);
+  config.drafter = drafter.get();
+  config.draft_max = speculation.max_tokens();
 
   // The default length fits any program; an explicit -n past the context is an error.
   if (!args.has("--n-predict"))
@@ -146,6 +153,11 @@ int run_run(const std::vector<std::string>& argv) {
                  stop_reason_name(result.stop_reason), s.load_ms, s.ttft_ms, (long long)s.prompt_tokens,
                  s.prefill_tokens_per_s(), (long long)s.generated_tokens, s.decode_tokens_per_s(),
                  double(s.peak_rss_bytes) / (1 << 20));
+    if (speculation.on())
+      std::fprintf(stderr, "speculation: %lld steps, %lld drafted, %lld accepted (%.0f%%), %.2f tokens a step\n",
+                   (long long)s.steps, (long long)s.drafted_tokens, (long long)s.accepted_tokens,
+                   s.drafted_tokens ? 100.0 * double(s.accepted_tokens) / double(s.drafted_tokens) : 0.0,
+                   s.steps ? double(s.generated_tokens - 1) / double(s.steps) : 0.0);
   }
   return kExitOk;
 }
@@ -157,6 +169,7 @@ HFSTATIC_COMMAND(
     "[-m FILE] [-p PROMPT | -f FILE | --tokens ID,ID,...] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
     "       [--repeat-penalty R] [--seed S] [--stop STRING] [--ignore-eos] [--chat [--system TEXT]] [-t THREADS] "
     "[--stats]\n"
+    "       [--lookup K (draft up to K tokens by prompt lookup) | --draft FILE [--draft-max K=4] (a draft program)]\n"
     "       [--max-buffer-mib N (caches and buffers; default 4x the weights + 512)]\n"
     "       --chat without -p or -f reads one user message per line from standard input, keeping the conversation",
     run_run);

@@ -21,8 +21,13 @@ std::vector<int64_t> PromptLookup::propose(std::span<const int64_t> context, int
     // The latest earlier occurrence: starts from size - n - 1 down.
     for (int64_t start = size - n - 1; start >= 0; --start) {
       if (!std::equal(key.begin(), key.end(), context.begin() + start)) continue;
-      const int64_t from = start + n, count = std::min(max_tokens, size - from);
-      return {context.begin() + from, context.begin() + from + count};
+      // What followed, continued past the context's end by the same period (a loop of a few
+      // tokens drafts max_tokens of itself).
+      const int64_t from = start + n, period = size - from;
+      std::vector<int64_t> out;
+      for (int64_t i = 0; i < max_tokens; ++i)
+        out.push_back(i < period ? context[size_t(from + i)] : out[size_t(i - period)]);
+      return out;
     }
   }
   return {};

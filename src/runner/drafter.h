@@ -21,7 +21,8 @@ class Drafter {
 
 // Prompt lookup: the longest recent n-gram ending the context (ngram_max tokens down to
 // ngram_min) that occurred earlier in the context proposes what followed its latest earlier
-// occurrence. No second model: it pays off where text repeats (code, quotes, greedy loops).
+// occurrence, continued by the same period where it reaches the context's end. No second
+// model: it pays off where text repeats (code, quotes, greedy loops).
 class PromptLookup : public Drafter {
  public:
   explicit PromptLookup(int64_t ngram_max = 3, int64_t ngram_min = 1);

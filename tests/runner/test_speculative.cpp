@@ -28,8 +28,9 @@ TEST(PromptLookup, ProposesWhatFollowedTheLatestEarlierOccurrence) {
   EXPECT_EQ(lookup.propose(context, 5), (std::vector<int64_t>{9, 9, 3, 5, 6}));
   // Only a 1-gram matches: 4 at 0 is followed by 2.
   EXPECT_EQ(lookup.propose(std::vector<int64_t>{4, 2, 3, 1, 4}, 3), (std::vector<int64_t>{2, 3, 1}));
-  // The proposal stops at the context's end.
-  EXPECT_EQ(lookup.propose(std::vector<int64_t>{8, 8}, 4), (std::vector<int64_t>{8}));
+  // Past the context's end the proposal continues with the same period.
+  EXPECT_EQ(lookup.propose(std::vector<int64_t>{8, 8}, 4), (std::vector<int64_t>{8, 8, 8, 8}));
+  EXPECT_EQ(lookup.propose(std::vector<int64_t>{1, 2, 3, 1, 2, 3, 1, 2}, 5), (std::vector<int64_t>{3, 1, 2, 3, 1}));
   EXPECT_TRUE(lookup.propose(std::vector<int64_t>{1, 2, 3}, 4).empty());
   EXPECT_TRUE(lookup.propose(std::vector<int64_t>{1, 1}, 0).empty());
   EXPECT_TRUE(PromptLookup(3, 2).propose(std::vector<int64_t>{4, 2, 3, 1, 4}, 3).empty());
