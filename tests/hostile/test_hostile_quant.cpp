@@ -194,8 +194,7 @@ TEST_P(QuantTensorAtTheEnd, EveryTensorAtTheEndOfAPageAlignedFileRuns) {
 
 INSTANTIATE_TEST_SUITE_P(Programs, QuantTensorAtTheEnd,
                          testing::Values(std::make_tuple("tiny-wide", DType::I8, int64_t(32)),
-                                         std::make_tuple("tiny-wide", DType::I4, int64_t(64)),
-                                         std::make_tuple("tiny", DType::I4, int64_t(32))));
+                                         std::make_tuple("tiny-wide", DType::I4, int64_t(64))));
 
 // One group as wide as the row (and other multiples of 32 no kernel implements): refused when
 // loaded, naming the program, the node and the sizes allowed.
