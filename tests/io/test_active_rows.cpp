@@ -51,6 +51,19 @@ class ActiveRows : public testing::TestWithParam<std::string> {
  protected:
   test::TempDir dir{"active-rows"};
 
+  // The parameter's preset exported as `v`.
+  std::shared_ptr<const Program> export_variant(const Variant& v) {
+    ExportOptions o;
+    o.graph.prefill_len = T;
+    o.graph.max_context = C;
+    o.graph.cache_dtype = v.cache;
+    o.graph.repeat_state = v.repeat_state;
+    o.quant = v.quant;
+    const std::string path = dir.file(std::string(v.name) + ".hfs");
+    export_program(test::cached_checkpoint(GetParam(), 3), path, o);
+    return Program::load(path);
+  }
+
   static std::unique_ptr<IOManager> load(const std::shared_ptr<const Program>& program, bool active) {
     RuntimeOptions runtime;
     runtime.active_rows = active;
@@ -76,18 +89,9 @@ class ActiveRows : public testing::TestWithParam<std::string> {
 };
 
 TEST_P(ActiveRows, RealRowsAreBitIdenticalToTheWholeChunk) {
-  const std::string ckpt = test::cached_checkpoint(GetParam(), 3);
   ThreadPool pool(2);
   for (const Variant& v : kVariants) {
-    ExportOptions o;
-    o.graph.prefill_len = T;
-    o.graph.max_context = C;
-    o.graph.cache_dtype = v.cache;
-    o.graph.repeat_state = v.repeat_state;
-    o.quant = v.quant;
-    const std::string path = dir.file(std::string(v.name) + ".hfs");
-    export_program(ckpt, path, o);
-    auto program = Program::load(path);
+    auto program = export_variant(v);
     for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool})
       for (int64_t n : {int64_t(1), int64_t(2), int64_t(7), T - 1, T}) {
         const std::string what =
@@ -105,18 +109,9 @@ TEST_P(ActiveRows, RealRowsAreBitIdenticalToTheWholeChunk) {
 // bit the decode step's, then a rollback (a decode step at a position verify() already filled)
 // equal to decoding there directly; no verify() where a padded prefill does not fit.
 TEST_P(ActiveRows, VerifiedRowsAreTheDecodeSteps) {
-  const std::string ckpt = test::cached_checkpoint(GetParam(), 3);
   ThreadPool pool(2);
   for (const Variant& v : kVariants) {
-    ExportOptions o;
-    o.graph.prefill_len = T;
-    o.graph.max_context = C;
-    o.graph.cache_dtype = v.cache;
-    o.graph.repeat_state = v.repeat_state;
-    o.quant = v.quant;
-    const std::string path = dir.file(std::string(v.name) + ".hfs");
-    export_program(ckpt, path, o);
-    auto program = Program::load(path);
+    auto program = export_variant(v);
     for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool})
       for (int64_t k : {int64_t(1), int64_t(5), T}) {
         const std::string what =
