@@ -140,7 +140,7 @@ class Generation:
         """eos, stop_token, stop_string, length, context_full or stopped."""
     @property
     def stats(self) -> Dict[str, float]:
-        """Timings (ms), token counts, speeds and peak memory."""
+        """Timings (ms), token counts, speeds, peak memory, and steps, drafted and accepted tokens."""
 
 class Runner:
     """Generates text with a program, keeping its context from call to call."""
@@ -161,6 +161,9 @@ class Runner:
         stop: _Stop = None,
         ignore_eos: bool = False,
         on_text: Optional[Callable[[str], None]] = None,
+        lookup: Optional[int] = None,
+        draft: Optional[_Path] = None,
+        draft_max: Optional[int] = None,
     ) -> str:
         """Continues the context with `prompt` (text or token ids); returns the generated text."""
     def chat(
@@ -177,6 +180,9 @@ class Runner:
         stop: _Stop = None,
         ignore_eos: bool = False,
         on_text: Optional[Callable[[str], None]] = None,
+        lookup: Optional[int] = None,
+        draft: Optional[_Path] = None,
+        draft_max: Optional[int] = None,
     ) -> str:
         """Answers a conversation rendered with the chat template; the context starts over with it."""
     def prefill(self, ids: Sequence[int]) -> npt.NDArray[np.float32]:

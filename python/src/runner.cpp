@@ -13,7 +13,9 @@
 
 #include "bindings.h"
 #include "chat/conversation.h"
+#include "cli/default_program.h"
 #include "kernels/thread_pool.h"
+#include "runner/drafter.h"
 #include "runner/runner.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer_handle.h"
@@ -23,6 +25,11 @@ namespace {
 
 struct PyRunner {
   std::shared_ptr<Runner> runner;
+  std::string name;  // the program's path, for errors
+  RunnerOptions options;
+  PromptLookup lookup;
+  std::unique_ptr<Drafter> draft;  // the draft program of draft_path, loaded by the first call that names it
+  std::string draft_path;
   std::atomic<bool> busy{false};  // one call at a time; a second one is refused rather than racing
   std::mutex last_mutex;          // a stream's thread sets `last` while Python may read it
   std::optional<GenerationResult> last;
@@ -96,6 +103,33 @@ GenerationConfig generation_config(const Runner& runner, std::optional<int64_t> 
   return config;
 }
 
+// Speculative decoding as `hfstatic run --lookup K` / `--draft FILE --draft-max K` sets it up.
+// Called holding the runner (Busy) and the GIL; a draft program loads without the GIL.
+void set_drafter(PyRunner& r, GenerationConfig& config, std::optional<int64_t> lookup,
+                 const std::optional<std::filesystem::path>& draft, std::optional<int64_t> draft_max) {
+  const int64_t k = int64_t(real_arg("lookup", double(lookup.value_or(0)), 0, 64));
+  if (k > 0 && draft) throw UsageError("give only one of lookup and draft");
+  if (draft_max && !draft) throw UsageError("draft_max: only with draft");
+  if (k > 0) {
+    config.drafter = &r.lookup;
+    config.draft_max = k;
+    return;
+  }
+  if (!draft) return;
+  config.draft_max = int64_t(real_arg("draft_max", double(draft_max.value_or(4)), 1, 64));
+  const std::string path = draft->string();
+  if (!r.draft || r.draft_path != path) {
+    r.draft.reset();
+    r.draft_path.clear();
+    py::gil_scoped_release release;
+    std::unique_ptr<Runner> model = Runner::load(path, r.options);
+    r.draft = refusals_are_usage_errors(
+        [&] { return std::make_unique<DraftModel>(std::move(model), *r.runner, path, r.name); });
+    r.draft_path = path;
+  }
+  config.drafter = r.draft.get();
+}
+
 // on_text as the runner calls it: with the GIL taken back for the Python call.
 TextSink text_callback(const TextCallback& on_text) {
   if (!on_text) return {};
@@ -158,6 +192,9 @@ py::dict stats_dict(const GenerationStats& s) {
   d["prefill_tokens_per_s"] = s.prefill_tokens_per_s();
   d["decode_tokens_per_s"] = s.decode_tokens_per_s();
   d["peak_rss_bytes"] = s.peak_rss_bytes;
+  d["steps"] = s.steps;
+  d["drafted_tokens"] = s.drafted_tokens;
+  d["accepted_tokens"] = s.accepted_tokens;
   return d;
 }
 
@@ -165,6 +202,8 @@ std::shared_ptr<PyRunner> load_runner(const std::optional<std::filesystem::path>
   RunnerOptions options;
   if (threads) options.threads = int(real_arg("threads", *threads, 1, ThreadPool::kMaxThreads));
   auto r = std::make_shared<PyRunner>();
+  r->name = path ? path->string() : cli::kDefaultProgramName;
+  r->options = options;
   py::gil_scoped_release release;
   r->runner = path ? Runner::load(path->string(), options) : Runner::load(load_program(std::nullopt), options);
   return r;
@@ -194,16 +233,19 @@ GenerationResult start_chat(Runner& runner, const std::vector<ChatMessage>& mess
 // then start(runner, input, config, on_text) without the GIL; the result becomes Runner.last.
 template <typename Input, typename Start>
 auto generation_method(Start start) {
-  return [start](PyRunner& r, const Input& input, std::optional<int64_t> max_tokens, double temperature, int64_t top_k,
-                 double top_p, double min_p, double repeat_penalty, int64_t seed,
-                 const std::optional<StopStrings>& stop, bool ignore_eos, const TextCallback& on_text) {
-    const auto& prepared = generation_input(input);
-    Busy busy(r);
-    GenerationConfig config = generation_config(*r.runner, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty,
-                                                seed, stop, ignore_eos);
-    const TextSink on_piece = text_callback(on_text);
-    return run_generation(r, [&] { return start(*r.runner, prepared, config, on_piece); });
-  };
+  return
+      [start](PyRunner& r, const Input& input, std::optional<int64_t> max_tokens, double temperature, int64_t top_k,
+              double top_p, double min_p, double repeat_penalty, int64_t seed, const std::optional<StopStrings>& stop,
+              bool ignore_eos, const TextCallback& on_text, std::optional<int64_t> lookup,
+              const std::optional<std::filesystem::path>& draft, std::optional<int64_t> draft_max) {
+        const auto& prepared = generation_input(input);
+        Busy busy(r);
+        GenerationConfig config = generation_config(*r.runner, max_tokens, temperature, top_k, top_p, min_p,
+                                                    repeat_penalty, seed, stop, ignore_eos);
+        set_drafter(r, config, lookup, draft, draft_max);
+        const TextSink on_piece = text_callback(on_text);
+        return run_generation(r, [&] { return start(*r.runner, prepared, config, on_piece); });
+      };
 }
 
 // A generation in a thread of its own, behind Runner.stream and Runner.chat_stream. The thread
@@ -325,12 +367,15 @@ template <typename Input, typename Start>
 auto stream_method(Start start) {
   return [start](const std::shared_ptr<PyRunner>& r, const Input& input, std::optional<int64_t> max_tokens,
                  double temperature, int64_t top_k, double top_p, double min_p, double repeat_penalty, int64_t seed,
-                 const std::optional<StopStrings>& stop, bool ignore_eos, const TextCallback& on_text) {
+                 const std::optional<StopStrings>& stop, bool ignore_eos, const TextCallback& on_text,
+                 std::optional<int64_t> lookup, const std::optional<std::filesystem::path>& draft,
+                 std::optional<int64_t> draft_max) {
     if (on_text) throw UsageError("stream() yields the text itself; on_text is for generate() and chat()");
     auto prepared = generation_input(input);
     Busy busy(*r);
     GenerationConfig config = generation_config(*r->runner, max_tokens, temperature, top_k, top_p, min_p,
                                                 repeat_penalty, seed, stop, ignore_eos);
+    set_drafter(*r, config, lookup, draft, draft_max);
     auto stream = std::make_shared<Stream>(
         r, std::move(busy), [start, prepared = std::move(prepared), config](Runner& runner, const TextSink& on_piece) {
           return start(runner, prepared, config, on_piece);
@@ -346,13 +391,17 @@ auto stream_method(Start start) {
 #define HFSTATIC_SAMPLING_ARGS                                                                                         \
   py::kw_only(), py::arg("max_tokens") = py::none(), py::arg("temperature") = 0.0, py::arg("top_k") = 0,               \
                  py::arg("top_p") = 1.0, py::arg("min_p") = 0.0, py::arg("repeat_penalty") = 1.0, py::arg("seed") = 0, \
-                 py::arg("stop") = py::none(), py::arg("ignore_eos") = false, py::arg("on_text") = py::none()
+                 py::arg("stop") = py::none(), py::arg("ignore_eos") = false, py::arg("on_text") = py::none(),         \
+                 py::arg("lookup") = py::none(), py::arg("draft") = py::none(), py::arg("draft_max") = py::none()
 
 constexpr const char* kSamplingDoc =
     "max_tokens: tokens to sample (default 64, or the context when shorter); temperature 0 is greedy; top_k 0,\n"
     "top_p 1, min_p 0 and repeat_penalty 1 are off; seed seeds the sampler; stop: a string or a list of strings\n"
     "that end the generation (cut from the text); ignore_eos: go on past end-of-sequence tokens; on_text(piece),\n"
-    "when given, receives the text as it comes. The model computes without the GIL.";
+    "when given, receives the text as it comes. Speculative decoding (the same text when greedy, the same\n"
+    "distribution when sampled): lookup=K drafts up to K tokens by prompt lookup; draft=PATH a draft program of\n"
+    "the same vocabulary, loaded once per Runner and path, drafts up to draft_max (default 4). The model computes\n"
+    "without the GIL.";
 
 }  // namespace
 
