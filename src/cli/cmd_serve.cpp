@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "cli/default_program.h"
 #include "cli/runtime_env.h"
+#include "cli/speculation.h"
 #include "kernels/thread_pool.h"
 #include "server/server.h"
 
@@ -18,7 +19,7 @@ namespace {
 int run_serve(const std::vector<std::string>& argv) {
   Args args(argv,
             {"-m|--model", "--host", "--port", "--slots", "--queue", "--api-key", "-t|--threads", "--alias",
-             "--max-body", kMaxBufferFlag},
+             "--max-body", kMaxBufferFlag, kLookupFlag, kDraftFlag, kDraftMaxFlag},
             {});
   args.expect_positional(0, "");
   server::ServerOptions options;
@@ -31,6 +32,10 @@ int run_serve(const std::vector<std::string>& argv) {
   options.max_body_bytes = size_t(args.get_int("--max-body", 1 << 20, 1024, int64_t(1) << 30));
   if (args.has("--api-key") && options.api_key.empty()) throw UsageError{"flag --api-key: the key is empty"};
   options.runtime = runtime_options(args);
+  const Speculation speculation = speculation_flags(args);
+  options.lookup = speculation.lookup;
+  options.draft = speculation.draft.value_or("");
+  options.draft_max = speculation.draft_max;
 
   std::shared_ptr<const Program> program;
   if (auto model = args.get("--model")) {
@@ -81,7 +86,9 @@ HFSTATIC_COMMAND(
     "serve", "serve a program over an OpenAI-compatible HTTP API (the embedded default without -m)",
     "[-m FILE] [--host 127.0.0.1] [--port 8080] [--slots N] [--queue N (default 2*slots)] [--api-key KEY]\n"
     "       [-t THREADS (per slot)] [--alias NAME] [--max-body BYTES (default 1 MiB)]\n"
-    "       [--max-buffer-mib N (caches and buffers per slot; default 4x the weights + 512)]",
+    "       [--max-buffer-mib N (caches and buffers per slot; default 4x the weights + 512)]\n"
+    "       [--lookup K (prompt lookup drafts up to K tokens) | --draft FILE [--draft-max K (default 4)]]\n"
+    "       (speculative decoding in every slot; a request's \"speculative\": false turns it off)",
     run_serve);
 
 }  // namespace hfstatic::cli

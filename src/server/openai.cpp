@@ -82,7 +82,7 @@ const std::set<std::string>& known_keys(Endpoint endpoint) {
                                                "stream_options", "n", "user", "presence_penalty", "frequency_penalty",
                                                "logit_bias", "logprobs",
                                                // extensions (as in other local servers)
-                                               "top_k", "min_p", "repetition_penalty", "ignore_eos"};
+                                               "top_k", "min_p", "repetition_penalty", "ignore_eos", "speculative"};
   static const std::set<std::string> completions = [] {
     auto s = common;
     s.insert({"prompt", "echo", "best_of", "suffix"});
@@ -260,6 +260,7 @@ CompletionRequest parse_request(const json& body, const nlohmann::ordered_json& 
   r.config.sampling.min_p = float(number(body, "min_p", 0.0, 0.0, 1.0));
   r.config.sampling.repetition_penalty = float(number(body, "repetition_penalty", 1.0, 0.01, 100.0));
   r.config.ignore_eos = boolean(body, "ignore_eos", false);
+  r.speculative = boolean(body, "speculative", true);
   r.seed_given = !is_null(body, "seed");
   if (r.seed_given) {
     r.config.sampling.seed = uint64_t(integer(body, "seed", 0, INT64_MIN, INT64_MAX));

@@ -55,6 +55,7 @@ struct CompletionRequest {
   bool seed_given = false;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  bool speculative = true;     // the extension "speculative": false turns the server's drafter off
 };
 
 // Parses and validates a request body; throws ApiError (400) naming the offending parameter.

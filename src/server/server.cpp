@@ -10,6 +10,7 @@
 #include <httplib.h>
 
 #include "chat/conversation.h"
+#include "runner/drafter.h"
 #include "runner/runner.h"
 #include "server/http_server.h"
 #include "server/openai.h"
@@ -53,7 +54,8 @@ struct Server::Impl {
   ServerOptions options;
   std::shared_ptr<const Program> program;
   std::vector<std::unique_ptr<Runner>> runners;
-  const Tokenizer* tokenizer = nullptr;  // runner 0's; const use only, from any thread
+  std::vector<std::unique_ptr<Drafter>> drafters;  // one per slot; empty without speculation
+  const Tokenizer* tokenizer = nullptr;            // runner 0's; const use only, from any thread
   ModelLimits limits;
   std::unique_ptr<SlotPool> pool;
   BoundedHttpServer http;
@@ -95,7 +97,19 @@ Server::Server(std::shared_ptr<const Program> program, ServerOptions options) : 
   RunnerOptions ro;
   ro.threads = options.threads;
   ro.runtime = options.runtime;
+  if (options.lookup < 0 || options.lookup > 64) fail("--lookup must be between 0 and 64 (got ", options.lookup, ")");
+  if (options.lookup > 0 && !options.draft.empty()) fail("give only one of --lookup and --draft");
+  if (!options.draft.empty() && (options.draft_max < 1 || options.draft_max > 64))
+    fail("--draft-max must be between 1 and 64 (got ", options.draft_max, ")");
   for (int i = 0; i < options.slots; ++i) s.runners.push_back(Runner::load(s.program, ro));
+  if (options.lookup > 0) {
+    for (int i = 0; i < options.slots; ++i) s.drafters.push_back(std::make_unique<PromptLookup>());
+  } else if (!options.draft.empty()) {
+    auto draft = Program::load(options.draft, options.runtime.huge_pages ? PagePolicy::HugePages : PagePolicy::Plain);
+    for (int i = 0; i < options.slots; ++i)
+      s.drafters.push_back(std::make_unique<DraftModel>(Runner::load(draft, ro), *s.runners[size_t(i)], options.draft,
+                                                        s.program->path()));
+  }
   s.tokenizer = s.runners[0]->tokenizer();
   if (!s.tokenizer) fail("this program has no tokenizer; the server takes text prompts only");
   s.limits.max_context = s.runners[0]->model().max_context;
@@ -311,6 +325,10 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
     }
     Runner& runner = *runners[lease.index()];
     runner.reset();  // every request starts a fresh conversation
+    if (r.speculative && !drafters.empty()) {
+      r.config.drafter = drafters[lease.index()].get();
+      r.config.draft_max = options.lookup > 0 ? options.lookup : options.draft_max;
+    }
     const std::string id = make_id(chat ? "chatcmpl" : "cmpl");
     const int64_t created = int64_t(std::time(nullptr));
     const std::string& model = options.model_name;

@@ -27,11 +27,18 @@ struct ServerOptions {
   // demonstrations and for tests that need a request to hold its slot for a while.
   std::chrono::milliseconds token_interval{0};
   RuntimeOptions runtime;  // how the slots' runners run the program
+  // Speculative decoding in every slot, each with a drafter of its own: prompt lookup of up to
+  // `lookup` tokens (0: off), or the draft program at `draft` (empty: none) proposing up to
+  // draft_max. Not both. A request's "speculative": false turns it off for that request.
+  int64_t lookup = 0;
+  std::string draft;
+  int64_t draft_max = 4;
 };
 
 class Server {
  public:
-  // Creates the slots' runners over `program` (throws Error when it cannot be run).
+  // Creates the slots' runners over `program`, and their drafters (throws Error when either
+  // cannot be run, or when the draft's vocabulary differs).
   Server(std::shared_ptr<const Program> program, ServerOptions options);
   ~Server();
   Server(const Server&) = delete;

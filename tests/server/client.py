@@ -522,6 +522,13 @@ def c_cli(a):
         p.send_signal(signal.SIGTERM)
         rc = p.wait(timeout=20)
         expect(rc == 0, f"exit code {rc}: {p.stderr.read()}")
+        both = subprocess.run([a.cli, "serve", "--port", "0", "--lookup", "2", "--draft", a.model or "x.hfs"],
+                              capture_output=True, text=True, timeout=30)
+        expect(both.returncode != 0 and "only one of --lookup and --draft" in both.stderr,
+               f"--lookup with --draft: {both.returncode} {both.stderr!r}")
+        usage = subprocess.run([a.cli, "serve", "--help"], capture_output=True, text=True, timeout=30)
+        expect("--lookup K" in usage.stdout + usage.stderr and "--draft FILE" in usage.stdout + usage.stderr,
+               f"serve --help: {usage.stdout!r}")
         return {"port": ARGS.port, "text": text, "exit": rc}
     finally:
         if p.poll() is None:
@@ -529,9 +536,37 @@ def c_cli(a):
             p.wait()
 
 
+def c_speculative(a):
+    """Greedy text of a server with a drafter (a.port) equals its "speculative": false text and that of a
+    server without one (a.plain_port), whole and streamed; a non-boolean "speculative" is a 400."""
+    prompt = "A B C A B C A B C A B"
+    out = {}
+    for name in ("completion", "chat"):
+        def text(port, **extra):
+            ARGS.port = port
+            if name == "completion":
+                return completion(prompt, a.max_tokens, **extra)["choices"][0]["text"]
+            return chat(prompt, a.max_tokens, **extra)["choices"][0]["message"]["content"]
+        plain = text(a.plain_port)
+        expect(plain == text(a.plain_port, speculative=True), f"{name}: 'speculative' changed a server without drafter")
+        for extra in ({}, {"speculative": True}, {"speculative": False}):
+            got = text(a.port, **extra)
+            expect(got == plain, f"{name} {extra}: {got!r} != {plain!r}")
+        out[name] = plain
+    ARGS.port = a.port
+    streamed, _, _, _ = stream("/v1/completions", {"prompt": prompt, "max_tokens": a.max_tokens, "temperature": 0})
+    expect(streamed == out["completion"], f"streamed {streamed!r} != {out['completion']!r}")
+    for bad in ("yes", 1, [True]):
+        status, _, resp = request("POST", "/v1/completions", {"prompt": "x", "speculative": bad})
+        err = check_error(status, resp, 400, f"speculative {bad!r}")
+        expect(err["param"] == "speculative" and "speculative" in err["message"], f"error {err}")
+    out["bad_param"] = err["param"]
+    return out
+
+
 CHECKS = {"basic": c_basic, "stream": c_stream, "concurrent": c_concurrent, "queue": c_queue, "disconnect": c_disconnect,
           "bad": c_bad, "huge_prompt": c_huge_prompt, "framing": c_framing, "slow_clients": c_slow_clients, "slow_flood": c_slow_flood,
-          "auth": c_auth, "cli": c_cli}
+          "auth": c_auth, "cli": c_cli, "speculative": c_speculative}
 
 
 def main():
@@ -540,6 +575,7 @@ def main():
     ap.add_argument("check", choices=sorted(CHECKS))
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--plain-port", type=int, default=0)
     ap.add_argument("--api-key", default="")
     ap.add_argument("--prompt", default="Once upon a time")
     ap.add_argument("--max-tokens", type=int, default=12)

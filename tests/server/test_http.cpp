@@ -246,6 +246,48 @@ TEST(ServerHttp, ServeCommand) {
   EXPECT_EQ(r.result["exit"], 0);
 }
 
+// Greedy text is the same with a drafter in every slot, per request on or off, and without one.
+TEST(ServerHttp, SpeculativeDecodingKeepsTheGreedyText) {
+  RunningServer plain(ServerOptions{});
+  ServerOptions lookup;
+  lookup.lookup = 4;
+  lookup.slots = 2;
+  RunningServer with_lookup(lookup);
+  auto r =
+      client("speculative", with_lookup.port(), {"--plain-port", std::to_string(plain.port()), "--max-tokens", "40"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["bad_param"], "speculative");
+  EXPECT_FALSE(r.result["completion"].get<std::string>().empty());
+
+  // A draft program of the same vocabulary (tiny, against tiny-qwen2) in each slot.
+  static test::TempDir* dir = new test::TempDir("server-draft");
+  GraphOptions g;
+  g.prefill_len = 32;
+  g.max_context = kMaxContext;
+  ServerOptions draft;
+  draft.draft = test::export_to(test::cached_checkpoint("tiny", 1), dir->file("draft.hfs"), g);
+  draft.draft_max = 3;
+  RunningServer with_draft(draft);
+  r = client("speculative", with_draft.port(), {"--plain-port", std::to_string(plain.port()), "--max-tokens", "40"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(ServerHttp, ADraftOfAnotherVocabularyIsRefusedNamingBothPrograms) {
+  static test::TempDir* dir = new test::TempDir("server-demo");
+  GraphOptions g;
+  g.prefill_len = 32;
+  g.max_context = kMaxContext;
+  ServerOptions o;
+  o.threads = 1;
+  o.draft = test::export_to(std::string(HFSTATIC_SOURCE_DIR) + "/models/demo", dir->file("demo.hfs"), g);
+  const std::string message = test::error_of([&] { Server s(program(), o); });
+  EXPECT_NE(message.find(o.draft), std::string::npos) << message;
+  EXPECT_NE(message.find(program_path()), std::string::npos) << message;
+  o.lookup = 2;
+  EXPECT_NE(test::error_of([&] { Server s(program(), o); }).find("only one of --lookup and --draft"),
+            std::string::npos);
+}
+
 TEST(ServerHttp, BindFailureIsAnError) {
   RunningServer a(ServerOptions{});
   ServerOptions o;

@@ -49,7 +49,8 @@ TEST(ServerRequest, CompletionDefaultsAndFields) {
              {"user", "u"},
              {"presence_penalty", 0},
              {"top_k", 5},
-             {"ignore_eos", true}});
+             {"ignore_eos", true},
+             {"speculative", false}});
   EXPECT_EQ(r.prompt, "one");
   EXPECT_EQ(r.config.max_new_tokens, 100);
   EXPECT_FLOAT_EQ(r.config.sampling.temperature, 0.0f);
@@ -61,8 +62,10 @@ TEST(ServerRequest, CompletionDefaultsAndFields) {
   EXPECT_TRUE(r.include_usage);
   EXPECT_EQ(r.config.sampling.top_k, 5);
   EXPECT_TRUE(r.config.ignore_eos);
+  EXPECT_FALSE(r.speculative);
 
   r = parse({{"prompt", "x"}, {"stop", json::array({"a", "", "b"})}, {"max_tokens", 512}});
+  EXPECT_TRUE(r.speculative);
   EXPECT_EQ(r.config.stop_strings, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(r.config.max_new_tokens, 512);
 }
