@@ -150,7 +150,9 @@ extern "C" int HFSTATIC_FUZZ_ENTRY(const uint8_t* data, size_t size) {
   fuzz::ProgramFile file(base_program(data[0] % kBaseCount));
   for (size_t i = 1; i + 4 <= size && i < 1 + 16 * 4; i += 4)
     apply(file, data[i], data[i + 1], data[i + 2], data[i + 3]);
-  const std::string bytes = file.bytes();
+  // Whole 8-byte words, so the file's end against the guard page leaves its start aligned.
+  std::string bytes = file.bytes();
+  bytes.resize((bytes.size() + 7) / 8 * 8, '\0');
   test::GuardedBuffer memory(bytes.data(), bytes.size(), test::Guard::After);
   try {
     auto program = Program::load_memory(memory.as<const uint8_t>(), memory.size(), "fuzz.hfs");

@@ -1,6 +1,7 @@
 #include "format/safetensors.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,8 @@ SafetensorsView SafetensorsView::parse(const uint8_t* data, size_t size, const s
   v.data_size_ = size - 8 - header_size;
   if (options.require_alignment && (8 + header_size) % 8 != 0)
     fail(origin, ": data area starts at byte ", 8 + header_size, ", not a multiple of 8");
+  if (options.require_alignment && reinterpret_cast<uintptr_t>(data) % 8 != 0)
+    fail(origin, ": held in memory at an address that is not a multiple of 8 (its tensors would be misaligned)");
 
   const char* text = reinterpret_cast<const char*>(data + 8);
   std::string why;

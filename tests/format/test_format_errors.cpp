@@ -302,6 +302,17 @@ TEST_F(FormatErrors, MisalignedDataAreaInProgram) {
               HasSubstr(cat("data area starts at byte ", 8 + h.size(), ", not a multiple of 8")));
 }
 
+TEST_F(FormatErrors, ProgramInMemoryAtAnUnalignedAddress) {
+  const std::vector<uint8_t> file = read_bytes(real_program());
+  std::vector<uint64_t> words(file.size() / 8 + 2);
+  uint8_t* odd = reinterpret_cast<uint8_t*>(words.data()) + 1;
+  std::memcpy(odd, file.data(), file.size());
+  EXPECT_THAT(error_of([&] { Program::load_memory(odd, file.size(), "odd.hfs"); }),
+              AllOf(HasSubstr("odd.hfs"), HasSubstr("address that is not a multiple of 8")));
+  std::memcpy(words.data(), file.data(), file.size());
+  EXPECT_NO_THROW(Program::load_memory(reinterpret_cast<uint8_t*>(words.data()), file.size(), "aligned.hfs"));
+}
+
 // ---- program metadata and spec -------------------------------------------------------------
 
 TEST_F(FormatErrors, MissingProgramMetadata) {
