@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the whole project with AddressSanitizer + UndefinedBehaviorSanitizer (GCC: libraries -O1, tests -O0, line tables) in
+# Builds the whole project with AddressSanitizer + UndefinedBehaviorSanitizer (GCC: libraries -O1, tests -Og, line tables) in
 # build-asan and runs the test suite there. Any sanitizer report fails the test that caused it.
 # Usage: scripts/test-sanitizers.sh [extra ctest arguments]
 # Excluded (see docs/reliability.md): nothing by default; set HFSTATIC_SANITIZE_EXCLUDE to a
