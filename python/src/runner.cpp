@@ -78,6 +78,12 @@ double real_arg(const char* arg, double value, double lo, double hi) {
   return value;
 }
 
+// A sampling argument, checked against the range every front end shares (runner/sampler.h).
+double sampling_arg(const char* arg, double value, SamplingParameter p) {
+  if (std::string why = sampling_value_problem(p, value); !why.empty()) throw UsageError(cat(arg, ": ", why));
+  return value;
+}
+
 // The generation settings, checked as `hfstatic run` checks its flags. Without max_tokens: 64,
 // or the model's context when it is shorter.
 GenerationConfig generation_config(const Runner& runner, std::optional<int64_t> max_tokens, double temperature,
@@ -86,11 +92,12 @@ GenerationConfig generation_config(const Runner& runner, std::optional<int64_t> 
   GenerationConfig config;
   config.max_new_tokens = max_tokens ? int64_t(real_arg("max_tokens", double(*max_tokens), 0, double(int64_t(1) << 24)))
                                      : std::min<int64_t>(64, runner.model().max_context);
-  config.sampling.temperature = float(real_arg("temperature", temperature, 0.0, 100.0));
-  config.sampling.top_k = int64_t(real_arg("top_k", double(top_k), 0, double(int64_t(1) << 31)));
-  config.sampling.top_p = float(real_arg("top_p", top_p, 0.0, 1.0));
-  config.sampling.min_p = float(real_arg("min_p", min_p, 0.0, 1.0));
-  config.sampling.repetition_penalty = float(real_arg("repeat_penalty", repeat_penalty, 0.01, 100.0));
+  config.sampling.temperature = float(sampling_arg("temperature", temperature, SamplingParameter::temperature));
+  config.sampling.top_k = int64_t(sampling_arg("top_k", double(top_k), SamplingParameter::top_k));
+  config.sampling.top_p = float(sampling_arg("top_p", top_p, SamplingParameter::top_p));
+  config.sampling.min_p = float(sampling_arg("min_p", min_p, SamplingParameter::min_p));
+  config.sampling.repetition_penalty =
+      float(sampling_arg("repeat_penalty", repeat_penalty, SamplingParameter::repetition_penalty));
   if (seed < 0) throw UsageError(cat("seed: ", seed, " is negative"));
   config.sampling.seed = uint64_t(seed);
   config.ignore_eos = ignore_eos;

@@ -1,4 +1,6 @@
 // hfstatic run: generate text (or token ids) from a program, streaming as it goes.
+#include <climits>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -15,6 +17,15 @@
 
 namespace hfstatic::cli {
 namespace {
+
+// A sampling flag, checked against the range every front end shares (runner/sampler.h).
+double sampling_flag(const Args& args, const std::string& flag, SamplingParameter p, double fallback) {
+  const double value = p == SamplingParameter::top_k
+                           ? double(args.get_int(flag, int64_t(fallback), INT64_MIN, INT64_MAX))
+                           : args.get_double(flag, fallback, -HUGE_VAL, HUGE_VAL);
+  if (std::string why = sampling_value_problem(p, value); !why.empty()) throw UsageError{"flag " + flag + ": " + why};
+  return value;
+}
 
 std::vector<int64_t> parse_token_list(const std::string& text) {
   std::vector<int64_t> ids;
@@ -79,11 +90,12 @@ int run_run(const std::vector<std::string>& argv) {
     throw UsageError{"give only one of -p, -f and --tokens"};
   GenerationConfig config;
   config.max_new_tokens = args.get_int("--n-predict", 64, 0, int64_t(1) << 24);
-  config.sampling.temperature = float(args.get_double("--temp", 0.0, 0.0, 100.0));
-  config.sampling.top_k = args.get_int("--top-k", 0, 0, int64_t(1) << 31);
-  config.sampling.top_p = float(args.get_double("--top-p", 1.0, 0.0, 1.0));
-  config.sampling.min_p = float(args.get_double("--min-p", 0.0, 0.0, 1.0));
-  config.sampling.repetition_penalty = float(args.get_double("--repeat-penalty", 1.0, 0.01, 100.0));
+  config.sampling.temperature = float(sampling_flag(args, "--temp", SamplingParameter::temperature, 0.0));
+  config.sampling.top_k = int64_t(sampling_flag(args, "--top-k", SamplingParameter::top_k, 0.0));
+  config.sampling.top_p = float(sampling_flag(args, "--top-p", SamplingParameter::top_p, 1.0));
+  config.sampling.min_p = float(sampling_flag(args, "--min-p", SamplingParameter::min_p, 0.0));
+  config.sampling.repetition_penalty =
+      float(sampling_flag(args, "--repeat-penalty", SamplingParameter::repetition_penalty, 1.0));
   config.sampling.seed = uint64_t(args.get_int("--seed", 0, 0, INT64_MAX));
   config.ignore_eos = args.has("--ignore-eos");
   if (auto stop = args.get("--stop")) config.stop_strings.push_back(*stop);

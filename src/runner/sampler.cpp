@@ -4,7 +4,27 @@
 #include <cmath>
 #include <numeric>
 
+#include "util/error.h"
+
 namespace hfstatic {
+
+SamplingRange sampling_range(SamplingParameter p) {
+  switch (p) {
+    case SamplingParameter::temperature: return {0.0, 2.0};
+    case SamplingParameter::top_k: return {0.0, double(int64_t(1) << 31)};
+    case SamplingParameter::top_p: return {0.0, 1.0};
+    case SamplingParameter::min_p: return {0.0, 1.0};
+    case SamplingParameter::repetition_penalty: return {0.01, 100.0};
+  }
+  return {0.0, 0.0};
+}
+
+std::string sampling_value_problem(SamplingParameter p, double value) {
+  const SamplingRange r = sampling_range(p);
+  if (value >= r.lo && value <= r.hi) return "";
+  auto text = [](double x) { return x == std::trunc(x) && std::fabs(x) < 1e15 ? cat(int64_t(x)) : cat(x); };
+  return cat(text(value), " is outside [", text(r.lo), ", ", text(r.hi), "]");
+}
 
 Sampler::Sampler(const SamplingConfig& config) : config_(config), state_(config.seed ^ 0x5851f42d4c957f2dull) {}
 

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace hfstatic {
@@ -15,6 +16,18 @@ struct SamplingConfig {
   int64_t repetition_window = 64;
   uint64_t seed = 0;
 };
+
+// The values each sampling parameter accepts, one table for every front end (run's flags, the
+// server's fields, Python's arguments): temperature [0, 2], top-k [0, 2^31], top-p and min-p
+// [0, 1], repetition penalty [0.01, 100].
+enum class SamplingParameter { temperature, top_k, top_p, min_p, repetition_penalty };
+struct SamplingRange {
+  double lo, hi;
+};
+SamplingRange sampling_range(SamplingParameter p);
+// Empty when `value` is within p's range; otherwise why not, e.g. "2.5 is outside [0, 2]", for
+// the front end to put after its own name of the parameter.
+std::string sampling_value_problem(SamplingParameter p, double value);
 
 class Sampler {
  public:

@@ -1,5 +1,7 @@
 #include "server/openai.h"
 
+#include <climits>
+#include <cmath>
 #include <random>
 #include <set>
 
@@ -50,6 +52,14 @@ int64_t integer(const json& body, const char* key, int64_t fallback, int64_t min
   if (x < min || x > max)
     bad(key, "'" + std::string(key) + "' is " + std::to_string(x) + "; it must be between " + std::to_string(min) +
                  " and " + std::to_string(max));
+  return x;
+}
+
+// A sampling parameter, checked against the range every front end shares (runner/sampler.h).
+double sampling(const json& body, const char* key, SamplingParameter p, double fallback) {
+  const double x = p == SamplingParameter::top_k ? double(integer(body, key, int64_t(fallback), INT64_MIN, INT64_MAX))
+                                                 : number(body, key, fallback, -HUGE_VAL, HUGE_VAL);
+  if (std::string why = sampling_value_problem(p, x); !why.empty()) bad(key, "'" + std::string(key) + "': " + why);
   return x;
 }
 
@@ -254,11 +264,12 @@ CompletionRequest parse_request(const json& body, const nlohmann::ordered_json& 
             std::to_string(limits.max_context) + " tokens",
         "context_length_exceeded");
   r.config.max_new_tokens = max_tokens;
-  r.config.sampling.temperature = float(number(body, "temperature", 1.0, 0.0, 2.0));
-  r.config.sampling.top_p = float(number(body, "top_p", 1.0, 0.0, 1.0));
-  r.config.sampling.top_k = integer(body, "top_k", 0, 0, INT64_MAX);
-  r.config.sampling.min_p = float(number(body, "min_p", 0.0, 0.0, 1.0));
-  r.config.sampling.repetition_penalty = float(number(body, "repetition_penalty", 1.0, 0.01, 100.0));
+  r.config.sampling.temperature = float(sampling(body, "temperature", SamplingParameter::temperature, 1.0));
+  r.config.sampling.top_p = float(sampling(body, "top_p", SamplingParameter::top_p, 1.0));
+  r.config.sampling.top_k = int64_t(sampling(body, "top_k", SamplingParameter::top_k, 0.0));
+  r.config.sampling.min_p = float(sampling(body, "min_p", SamplingParameter::min_p, 0.0));
+  r.config.sampling.repetition_penalty =
+      float(sampling(body, "repetition_penalty", SamplingParameter::repetition_penalty, 1.0));
   r.config.ignore_eos = boolean(body, "ignore_eos", false);
   r.speculative = boolean(body, "speculative", true);
   r.seed_given = !is_null(body, "seed");

@@ -55,6 +55,16 @@ TEST_F(CliRun, UsageErrorsExitTwo) {
   }
 }
 
+TEST_F(CliRun, SamplingFlagsHaveTheRangesOfTheServersFields) {
+  auto r = test::run_cli({"run", "-m", path_, "-p", "a", "--temp", "2.5"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("flag --temp: 2.5 is outside [0, 2]"));
+  r = test::run_cli({"run", "-m", path_, "-p", "a", "--repeat-penalty", "0.001"});
+  EXPECT_THAT(r.err, HasSubstr("flag --repeat-penalty: 0.001 is outside [0.01, 100]"));
+  r = test::run_cli({"run", "-m", path_, "-p", "a", "--top-k", "1.5"});
+  EXPECT_THAT(r.err, HasSubstr("flag --top-k: '1.5' is not an integer"));
+}
+
 TEST_F(CliRun, RuntimeErrorsExitOneWithOneLine) {
   auto missing = test::run_cli({"run", "-m", dir_.file("missing.hfs"), "--tokens", "1"});
   EXPECT_EQ(missing.exit_code, 1);

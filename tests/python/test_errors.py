@@ -87,6 +87,11 @@ def test_bad_arguments_are_usage_errors(tiny_program):
         runner.generate("x", temperature=-1)
     with pytest.raises(hfstatic.UsageError, match="top_p: 2 is outside"):
         runner.generate("x", top_p=2)
+    # The ranges of run's flags and the server's fields.
+    with pytest.raises(hfstatic.UsageError, match=r"temperature: 2.5 is outside \[0, 2\]"):
+        runner.generate("x", temperature=2.5)
+    with pytest.raises(hfstatic.UsageError, match=r"repeat_penalty: 0.001 is outside \[0.01, 100\]"):
+        runner.generate("x", repeat_penalty=0.001)
     with pytest.raises(hfstatic.UsageError, match="cannot rewind 5 tokens"):
         runner.rewind(5)
     with pytest.raises(hfstatic.UsageError, match="threads: 0 is outside"):

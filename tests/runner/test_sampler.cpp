@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "runner/sampler.h"
 
@@ -15,6 +16,22 @@ std::map<int64_t, int> histogram(const SamplingConfig& c, const std::vector<floa
   std::map<int64_t, int> h;
   for (int i = 0; i < draws; ++i) ++h[s.sample(logits, recent)];
   return h;
+}
+
+TEST(SamplingRanges, EachParameterAcceptsItsRangeAndNamesItOtherwise) {
+  using P = SamplingParameter;
+  for (auto [p, lo, hi] :
+       {std::tuple{P::temperature, 0.0, 2.0}, std::tuple{P::top_k, 0.0, 2147483648.0}, std::tuple{P::top_p, 0.0, 1.0},
+        std::tuple{P::min_p, 0.0, 1.0}, std::tuple{P::repetition_penalty, 0.01, 100.0}}) {
+    EXPECT_EQ(sampling_value_problem(p, lo), "");
+    EXPECT_EQ(sampling_value_problem(p, hi), "");
+    EXPECT_NE(sampling_value_problem(p, std::nextafter(lo, -1.0)), "") << lo;
+    EXPECT_NE(sampling_value_problem(p, std::nextafter(hi, 1e300)), "") << hi;
+    EXPECT_NE(sampling_value_problem(p, NAN), "");
+  }
+  EXPECT_EQ(sampling_value_problem(P::temperature, 2.5), "2.5 is outside [0, 2]");
+  EXPECT_EQ(sampling_value_problem(P::top_k, 2147483649.0), "2147483649 is outside [0, 2147483648]");
+  EXPECT_EQ(sampling_value_problem(P::repetition_penalty, 0.001), "0.001 is outside [0.01, 100]");
 }
 
 TEST(Sampler, GreedyTakesTheLargestLogitAndIgnoresNaN) {

@@ -161,6 +161,15 @@ TEST(ServerRequest, ToolFieldRejectionsNameTheField) {
   }
 }
 
+TEST(ServerRequest, SamplingFieldsHaveTheRangesOfRunsFlags) {
+  EXPECT_EQ(error_of(R"({"prompt": "x", "temperature": 2.5})").message, "'temperature': 2.5 is outside [0, 2]");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "top_k": 2147483649})").message,
+            "'top_k': 2147483649 is outside [0, 2147483648]");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "repetition_penalty": 0.001})").message,
+            "'repetition_penalty': 0.001 is outside [0.01, 100]");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "top_k": 1.5})").code, "invalid_type");
+}
+
 TEST(ServerRequest, Rejections) {
   struct Case {
     std::string body;
