@@ -145,8 +145,23 @@ class Generation:
 class Runner:
     """Generates text with a program, keeping its context from call to call."""
 
-    def __init__(self, path: Optional[_Path] = None, threads: Optional[int] = None) -> None:
-        """Loads the program at `path` (None: the default program) with `threads` threads (None: all)."""
+    def __init__(
+        self,
+        path: Optional[_Path] = None,
+        threads: Optional[int] = None,
+        *,
+        isa: Optional[str] = None,
+        active_rows: Optional[bool] = None,
+        fold_ops: Optional[bool] = None,
+        huge_pages: Optional[bool] = None,
+        idle_prefetch: Optional[bool] = None,
+        max_buffer_mib: Optional[int] = None,
+    ) -> None:
+        """Loads the program at `path` (None: the default program) with `threads` threads (None: all).
+
+        Runtime options (None: the environment's setting): isa ('scalar', 'avx2', 'avx512') caps the
+        kernels' ISA; active_rows, fold_ops, huge_pages, idle_prefetch switch those optimisations;
+        max_buffer_mib bounds the buffers a program may ask for."""
     def generate(
         self,
         prompt: _Prompt,

@@ -1,13 +1,12 @@
 // The hfstatic._hfstatic extension: the exception classes and the module itself.
 #include "bindings.h"
-#include "cli/default_program.h"
+#include "frontend/default_program.h"
 
 namespace hfstatic::python {
 
 std::shared_ptr<const Program> load_program(const std::optional<std::filesystem::path>& path) {
   if (path) return Program::load(path->string());
-  auto bytes = cli::default_program_bytes();
-  return Program::load_memory(bytes.data(), bytes.size(), cli::kDefaultProgramName);
+  return frontend::default_program();
 }
 
 py::object to_python(const nlohmann::json& value) { return py::module_::import("json").attr("loads")(value.dump()); }

@@ -3,9 +3,9 @@
 #include <vector>
 
 #include "bindings.h"
-#include "cli/program_check.h"
 #include "export/exporter.h"
 #include "export/make_checkpoint.h"
+#include "frontend/program_check.h"
 #include "io/io_manager.h"
 
 namespace hfstatic::python {
@@ -142,7 +142,7 @@ void bind_program(py::module_& m) {
           "validate",
           [](const PyProgram& p) {
             py::gil_scoped_release release;
-            return cli::program_problems(p.program);
+            return frontend::program_problems(p.program);
           },
           "Every contract violation and graph problem of the program; empty when it is valid.")
       .def(
@@ -154,7 +154,7 @@ void bind_program(py::module_& m) {
       "validate",
       [](const std::filesystem::path& path) {
         py::gil_scoped_release release;
-        return cli::program_problems(Program::load(path.string()));
+        return frontend::program_problems(Program::load(path.string()));
       },
       py::arg("path"),
       "Checks the program at `path` against its I/O contract and its methods' graphs, as `hfstatic validate` does.\n"

@@ -13,7 +13,8 @@
 
 #include "bindings.h"
 #include "chat/conversation.h"
-#include "cli/default_program.h"
+#include "frontend/default_program.h"
+#include "frontend/runtime_env.h"
 #include "kernels/thread_pool.h"
 #include "runner/drafter.h"
 #include "runner/runner.h"
@@ -205,11 +206,39 @@ py::dict stats_dict(const GenerationStats& s) {
   return d;
 }
 
-std::shared_ptr<PyRunner> load_runner(const std::optional<std::filesystem::path>& path, std::optional<int> threads) {
+// The environment's runtime switches (as the tool reads them), then the arguments given.
+RuntimeOptions runtime_options(const std::optional<std::string>& isa, std::optional<bool> active_rows,
+                               std::optional<bool> fold_ops, std::optional<bool> huge_pages,
+                               std::optional<bool> idle_prefetch, std::optional<int64_t> max_buffer_mib) {
+  RuntimeOptions o;
+  try {
+    o = frontend::runtime_options_from_env();
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  if (isa) {
+    o.isa = frontend::isa_from_name(*isa);
+    if (!o.isa) throw UsageError(cat("isa: '", *isa, "' is not one of ", frontend::kIsaNames));
+  }
+  if (active_rows) o.active_rows = *active_rows;
+  if (fold_ops) o.fold_ops = *fold_ops;
+  if (huge_pages) o.huge_pages = *huge_pages;
+  if (idle_prefetch) o.idle_prefetch = *idle_prefetch;
+  if (max_buffer_mib)
+    o.max_buffer_bytes = uint64_t(real_arg("max_buffer_mib", double(*max_buffer_mib), 1, double(int64_t(1) << 30)))
+                         << 20;
+  return o;
+}
+
+std::shared_ptr<PyRunner> load_runner(const std::optional<std::filesystem::path>& path, std::optional<int> threads,
+                                      const std::optional<std::string>& isa, std::optional<bool> active_rows,
+                                      std::optional<bool> fold_ops, std::optional<bool> huge_pages,
+                                      std::optional<bool> idle_prefetch, std::optional<int64_t> max_buffer_mib) {
   RunnerOptions options;
   if (threads) options.threads = int(real_arg("threads", *threads, 1, ThreadPool::kMaxThreads));
+  options.runtime = runtime_options(isa, active_rows, fold_ops, huge_pages, idle_prefetch, max_buffer_mib);
   auto r = std::make_shared<PyRunner>();
-  r->name = path ? path->string() : cli::kDefaultProgramName;
+  r->name = path ? path->string() : frontend::kDefaultProgramName;
   r->options = options;
   py::gil_scoped_release release;
   r->runner = path ? Runner::load(path->string(), options) : Runner::load(load_program(std::nullopt), options);
@@ -434,9 +463,17 @@ void bind_runner(py::module_& m) {
 
   py::class_<PyRunner, std::shared_ptr<PyRunner>>(
       m, "Runner", "Generates text with a program, keeping its context from call to call.")
-      .def(py::init(&load_runner), py::arg("path") = py::none(), py::arg("threads") = py::none(),
+      .def(py::init(&load_runner), py::arg("path") = py::none(), py::arg("threads") = py::none(), py::kw_only(),
+           py::arg("isa") = py::none(), py::arg("active_rows") = py::none(), py::arg("fold_ops") = py::none(),
+           py::arg("huge_pages") = py::none(), py::arg("idle_prefetch") = py::none(),
+           py::arg("max_buffer_mib") = py::none(),
            "Loads and validates the program at `path` (None: the default program linked into the module) with\n"
-           "`threads` compute threads (None: every hardware thread). Raises FormatError or ContractError.")
+           "`threads` compute threads (None: every hardware thread). Raises FormatError or ContractError.\n"
+           "Runtime options (None: the environment's setting, as for the hfstatic tool): isa 'scalar', 'avx2'\n"
+           "or 'avx512' caps the kernels' ISA (HFSTATIC_ISA); active_rows, fold_ops, huge_pages and\n"
+           "idle_prefetch switch the optimisations of HFSTATIC_ACTIVE_ROWS, HFSTATIC_FOLD, HFSTATIC_HUGE_PAGES\n"
+           "and HFSTATIC_IDLE_PREFETCH; max_buffer_mib bounds the caches, masks and arenas a program may ask\n"
+           "for (default 4x its weights + 512 MiB).")
       .def("generate", generation_method<Prompt>(start_generate), py::arg("prompt"), HFSTATIC_SAMPLING_ARGS,
            (std::string("Continues the context with `prompt` (text, or a list of token ids) and returns the generated\n"
                         "text. A text prompt gets the tokenizer's special tokens (a bos) at the start of the context\n"

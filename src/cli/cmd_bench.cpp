@@ -6,7 +6,7 @@
 #include "bench/bench.h"
 #include "bench/speculation.h"
 #include "cli/args.h"
-#include "cli/runtime_env.h"
+#include "cli/runtime_flags.h"
 #include "kernels/thread_pool.h"
 
 namespace hfstatic::cli {

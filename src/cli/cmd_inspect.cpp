@@ -3,7 +3,7 @@
 #include <map>
 
 #include "cli/args.h"
-#include "cli/runtime_env.h"
+#include "cli/runtime_flags.h"
 #include "executor/method.h"
 #include "format/program.h"
 #include "util/error.h"

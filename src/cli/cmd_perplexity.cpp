@@ -13,8 +13,8 @@
 #include <cstdio>
 
 #include "cli/args.h"
-#include "cli/default_program.h"
-#include "cli/runtime_env.h"
+#include "cli/runtime_flags.h"
+#include "frontend/default_program.h"
 #include "io/hf_static_io_manager.h"
 #include "kernels/thread_pool.h"
 #include "runner/perplexity.h"
@@ -72,8 +72,7 @@ int run_perplexity(const std::vector<std::string>& argv) {
   if (auto model = args.get("--model")) {
     program = Program::load(*model, runtime.huge_pages ? PagePolicy::HugePages : PagePolicy::Plain);
   } else {
-    auto bytes = default_program_bytes();
-    program = Program::load_memory(bytes.data(), bytes.size(), kDefaultProgramName);
+    program = frontend::default_program();
   }
   auto manager = IOManagerRegistry::instance().load(program, HeapAllocator::instance(), runtime);
   auto* io = dynamic_cast<HfStaticIOManager*>(manager.get());

@@ -7,9 +7,9 @@
 
 #include "chat/conversation.h"
 #include "cli/args.h"
-#include "cli/default_program.h"
-#include "cli/runtime_env.h"
+#include "cli/runtime_flags.h"
 #include "cli/speculation.h"
+#include "frontend/default_program.h"
 #include "kernels/thread_pool.h"
 #include "runner/runner.h"
 #include "tokenizer/tokenizer.h"
@@ -108,11 +108,10 @@ int run_run(const std::vector<std::string>& argv) {
   if (auto model = args.get("--model")) {
     runner = Runner::load(*model, options);
   } else {
-    auto bytes = default_program_bytes();
-    runner = Runner::load(Program::load_memory(bytes.data(), bytes.size(), kDefaultProgramName), options);
+    runner = Runner::load(frontend::default_program(), options);
   }
   const std::unique_ptr<Drafter> drafter =
-      make_drafter(speculation, *runner, args.get_or("--model", kDefaultProgramName), options);
+      make_drafter(speculation, *runner, args.get_or("--model", frontend::kDefaultProgramName), options);
   config.drafter = drafter.get();
   config.draft_max = speculation.max_tokens();
 

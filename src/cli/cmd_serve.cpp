@@ -7,9 +7,9 @@
 #include <thread>
 
 #include "cli/args.h"
-#include "cli/default_program.h"
-#include "cli/runtime_env.h"
+#include "cli/runtime_flags.h"
 #include "cli/speculation.h"
+#include "frontend/default_program.h"
 #include "kernels/thread_pool.h"
 #include "server/server.h"
 
@@ -42,8 +42,7 @@ int run_serve(const std::vector<std::string>& argv) {
     program = Program::load(*model, options.runtime.huge_pages ? PagePolicy::HugePages : PagePolicy::Plain);
     options.model_name = std::filesystem::path(*model).stem().string();
   } else {
-    auto bytes = default_program_bytes();
-    program = Program::load_memory(bytes.data(), bytes.size(), kDefaultProgramName);
+    program = frontend::default_program();
     options.model_name = "default";
   }
   if (auto alias = args.get("--alias")) options.model_name = *alias;

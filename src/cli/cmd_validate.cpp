@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "cli/args.h"
-#include "cli/program_check.h"
+#include "frontend/program_check.h"
 #include "io/io_manager.h"
 
 namespace hfstatic::cli {
@@ -13,7 +13,7 @@ int run_validate(const std::vector<std::string>& argv) {
   args.expect_positional(1, "FILE (a program file)");
   const std::string& path = args.positional()[0];
   auto program = Program::load(path);
-  const std::vector<std::string> problems = program_problems(program);
+  const std::vector<std::string> problems = frontend::program_problems(program);
   if (!problems.empty()) {
     std::fprintf(stderr, "%s: %zu problem%s\n", path.c_str(), problems.size(), problems.size() == 1 ? "" : "s");
     for (const auto& p : problems) std::fprintf(stderr, "%s: %s\n", path.c_str(), p.c_str());

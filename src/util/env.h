@@ -1,5 +1,5 @@
-// On/off switches read from the environment. Only the tool reads its HFSTATIC_* variables
-// (cli/runtime_env.cpp, into RuntimeOptions); no library reads the environment.
+// On/off switches read from the environment. Only the front ends read the HFSTATIC_* variables
+// (frontend/runtime_env.cpp, into RuntimeOptions); no library reads the environment.
 #pragma once
 #include <cstdlib>
 #include <string_view>

@@ -1,10 +1,10 @@
-#include "cli/program_check.h"
+#include "frontend/program_check.h"
 
 #include "chat/text_check.h"
 #include "executor/method.h"
 #include "io/io_manager.h"
 
-namespace hfstatic::cli {
+namespace hfstatic::frontend {
 namespace {
 
 // Errors that begin with the program's path, which the caller prints already.
@@ -35,4 +35,4 @@ std::vector<std::string> program_problems(const std::shared_ptr<const Program>& 
   return problems;
 }
 
-}  // namespace hfstatic::cli
+}  // namespace hfstatic::frontend
