@@ -48,6 +48,34 @@ const char* status_error_type(int status) {
   }
 }
 
+// The response's identity and the JSON of each of its parts, for either endpoint.
+struct Reply {
+  bool chat = false;
+  std::string id, model;
+  int64_t created = 0;
+
+  json whole(const GenerationResult& g) const {
+    const Usage usage{g.stats.prompt_tokens, g.stats.generated_tokens};
+    return chat ? chat_response(id, created, model, g.text, g.stop_reason, usage)
+                : completion_response(id, created, model, g.text, g.stop_reason, usage);
+  }
+  json piece(const std::string& text, std::optional<StopReason> stop = std::nullopt) const {
+    return chat ? chat_chunk(id, created, model, text, stop) : completion_chunk(id, created, model, text, stop);
+  }
+  json usage(const GenerationResult& g) const {
+    return usage_chunk(id, created, model, chat, {g.stats.prompt_tokens, g.stats.generated_tokens});
+  }
+};
+
+// Everything a streamed response needs after the handler returns.
+struct StreamJob {
+  SlotLease lease;
+  Runner* runner = nullptr;
+  CompletionRequest request;
+  std::vector<int64_t> prompt;
+  Reply reply;
+};
+
 }  // namespace
 
 struct Server::Impl {
@@ -72,7 +100,14 @@ struct Server::Impl {
   }
 
   void routes();
+  // A completion or chat completion: parse, tokenize, take a slot, then answer whole or stream.
   void generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
+  // The request's prompt as tokens, refused (ApiError) when empty or past the context.
+  std::vector<int64_t> prompt_tokens(const CompletionRequest& r, Endpoint endpoint) const;
+  // A free slot, or a 503 (queue full, shutting down).
+  SlotLease take_slot();
+  // Streams the job's generation as server-sent events.
+  void stream(httplib::Response& res, std::shared_ptr<StreamJob> job);
   // Sleeps options.token_interval (in short steps, so that stop() is prompt).
   void pace() {
     auto left = options.token_interval;
@@ -262,77 +297,67 @@ void Server::Impl::routes() {
   });
 }
 
-namespace {
-
-// Everything a streamed response needs after the handler returns.
-struct StreamJob {
-  SlotLease lease;
-  Runner* runner = nullptr;
-  CompletionRequest request;
-  std::vector<int64_t> prompt;
-  std::string id;
-  int64_t created = 0;
-};
-
-}  // namespace
-
-void Server::Impl::generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
+std::vector<int64_t> Server::Impl::prompt_tokens(const CompletionRequest& r, Endpoint endpoint) const {
   const bool chat = endpoint == Endpoint::ChatCompletions;
+  const char* param = chat ? "messages" : "prompt";
+  auto too_long = [&](const std::string& count) {
+    return ApiError(400,
+                    "This model's maximum context length is " + std::to_string(limits.max_context) +
+                        " tokens; the prompt has " + count + " tokens",
+                    param, "context_length_exceeded");
+  };
+  // Tokenized only as far as the context can take: a longer prompt is refused early.
+  const size_t max_tokens = size_t(limits.max_context);
+  std::vector<int64_t> prompt;
   try {
-    CompletionRequest r = parse_completion_request(req.body, endpoint, limits);
-    std::vector<int64_t> prompt;
-    const char* prompt_param = chat ? "messages" : "prompt";
-    auto too_long = [&](const std::string& count) {
-      return ApiError(400,
-                      "This model's maximum context length is " + std::to_string(limits.max_context) +
-                          " tokens; the prompt has " + count + " tokens",
-                      prompt_param, "context_length_exceeded");
-    };
-    // Tokenized only as far as the context can take: a longer prompt is refused early.
-    const size_t max_tokens = size_t(limits.max_context);
     if (chat) {
       try {
         Conversation conversation(*tokenizer, r.messages, r.template_context);
         bool restart = false;
         prompt = conversation.pending_tokens(restart, max_tokens);
       } catch (const TokenLimitError&) {
-        throw too_long("more than " + std::to_string(max_tokens));
+        throw;
       } catch (const std::exception& e) {
         throw ApiError(400, std::string("the chat template cannot render these messages: ") + e.what(), "messages");
       }
     } else {
-      try {
-        const std::vector<int32_t> ids =
-            tokenizer->encode(r.prompt, /*add_special_tokens=*/true, /*parse_special=*/true, max_tokens);
-        prompt.assign(ids.begin(), ids.end());
-      } catch (const TokenLimitError&) {
-        throw too_long("more than " + std::to_string(max_tokens));
-      }
+      const std::vector<int32_t> ids =
+          tokenizer->encode(r.prompt, /*add_special_tokens=*/true, /*parse_special=*/true, max_tokens);
+      prompt.assign(ids.begin(), ids.end());
     }
-    const size_t n_prompt = prompt.size();
-    if (n_prompt == 0) throw ApiError(400, "the prompt is empty", prompt_param);
-    if (int64_t(n_prompt) > limits.max_context) throw too_long(std::to_string(n_prompt));
+  } catch (const TokenLimitError&) {
+    throw too_long("more than " + std::to_string(max_tokens));
+  }
+  if (prompt.empty()) throw ApiError(400, "the prompt is empty", param);
+  if (int64_t(prompt.size()) > limits.max_context) throw too_long(std::to_string(prompt.size()));
+  return prompt;
+}
 
-    SlotPool::Outcome outcome;
-    SlotLease lease = pool->acquire(&outcome);
-    if (!lease) {
-      if (outcome == SlotPool::Outcome::QueueFull)
-        throw ApiError(503,
-                       "The server is busy: all " + std::to_string(pool->slots()) + " slots are generating and " +
-                           std::to_string(pool->max_queue()) + " requests wait; try again later",
-                       "", "server_overloaded", "server_error");
-      throw ApiError(503, "The server is shutting down", "", "server_shutting_down", "server_error");
-    }
+SlotLease Server::Impl::take_slot() {
+  SlotPool::Outcome outcome;
+  SlotLease lease = pool->acquire(&outcome);
+  if (lease) return lease;
+  if (outcome == SlotPool::Outcome::QueueFull)
+    throw ApiError(503,
+                   "The server is busy: all " + std::to_string(pool->slots()) + " slots are generating and " +
+                       std::to_string(pool->max_queue()) + " requests wait; try again later",
+                   "", "server_overloaded", "server_error");
+  throw ApiError(503, "The server is shutting down", "", "server_shutting_down", "server_error");
+}
+
+void Server::Impl::generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
+  try {
+    CompletionRequest r = parse_completion_request(req.body, endpoint, limits);
+    std::vector<int64_t> prompt = prompt_tokens(r, endpoint);
+    SlotLease lease = take_slot();
     Runner& runner = *runners[lease.index()];
     runner.reset();  // every request starts a fresh conversation
     if (r.speculative && !drafters.empty()) {
       r.config.drafter = drafters[lease.index()].get();
       r.config.draft_max = options.lookup > 0 ? options.lookup : options.draft_max;
     }
-    const std::string id = make_id(chat ? "chatcmpl" : "cmpl");
-    const int64_t created = int64_t(std::time(nullptr));
-    const std::string& model = options.model_name;
-
+    const bool chat = endpoint == Endpoint::ChatCompletions;
+    Reply reply{chat, make_id(chat ? "chatcmpl" : "cmpl"), options.model_name, int64_t(std::time(nullptr))};
     if (!r.stream) {
       std::function<void(const std::string&)> on_text;
       if (options.token_interval.count() > 0) on_text = [this](const std::string&) { pace(); };
@@ -340,68 +365,64 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
       try {
         g = runner.generate_tokens(prompt, r.config, {}, on_text);
       } catch (const Error& e) {
-        throw ApiError(400, e.what(), prompt_param);
+        throw ApiError(400, e.what(), chat ? "messages" : "prompt");
       }
       lease.release();
-      const Usage usage{g.stats.prompt_tokens, g.stats.generated_tokens};
-      send_json(res, 200,
-                chat ? chat_response(id, created, model, g.text, g.stop_reason, usage)
-                     : completion_response(id, created, model, g.text, g.stop_reason, usage));
+      send_json(res, 200, reply.whole(g));
       return;
     }
-
     auto job = std::make_shared<StreamJob>();
     job->lease = std::move(lease);
     job->runner = &runner;
     job->request = std::move(r);
     job->prompt = std::move(prompt);
-    job->id = id;
-    job->created = created;
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");
-    res.set_chunked_content_provider("text/event-stream", [this, job, chat](size_t, httplib::DataSink& sink) {
-      Runner& runner = *job->runner;
-      const std::string& model = options.model_name;
-      bool alive = true;
-      auto send = [&](const std::string& s) {
-        if (alive && !sink.write(s.data(), s.size())) {
-          alive = false;
-          runner.stop();  // the client is gone: free the slot at the next token
-        }
-        return alive;
-      };
-      if (chat) send(sse_event(chat_chunk(job->id, job->created, model, "", std::nullopt, /*role_only=*/true)));
-      GenerationResult g;
-      try {
-        g = runner.generate_tokens(job->prompt, job->request.config, {}, [&](const std::string& piece) {
-          if (!alive) return;
-          if (options.token_interval.count() > 0) pace();
-          send(sse_event(chat ? chat_chunk(job->id, job->created, model, piece, std::nullopt)
-                              : completion_chunk(job->id, job->created, model, piece, std::nullopt)));
-        });
-      } catch (const std::exception& e) {
-        job->lease.release();
-        send(sse_event(error_body(ApiError(500, e.what(), "", "generation_failed", "server_error"))));
-        send(sse_done());
-        if (alive) sink.done();
-        return alive;
-      }
-      job->lease.release();
-      if (!alive) return false;
-      send(sse_event(chat ? chat_chunk(job->id, job->created, model, "", g.stop_reason)
-                          : completion_chunk(job->id, job->created, model, "", g.stop_reason)));
-      if (job->request.include_usage)
-        send(sse_event(
-            usage_chunk(job->id, job->created, model, chat, {g.stats.prompt_tokens, g.stats.generated_tokens})));
-      send(sse_done());
-      if (alive) sink.done();
-      return alive;
-    });
+    job->reply = std::move(reply);
+    stream(res, std::move(job));
   } catch (const ApiError& e) {
     send_error(res, e);
   } catch (const std::exception& e) {
     send_error(res, ApiError(500, e.what(), "", "internal_error", "server_error"));
   }
+}
+
+void Server::Impl::stream(httplib::Response& res, std::shared_ptr<StreamJob> job) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider("text/event-stream", [this, job](size_t, httplib::DataSink& sink) {
+    Runner& runner = *job->runner;
+    const Reply& reply = job->reply;
+    bool alive = true;
+    auto write = [&](const std::string& s) {
+      if (alive && !sink.write(s.data(), s.size())) {
+        alive = false;
+        runner.stop();  // the client is gone: free the slot at the next token
+      }
+    };
+    auto send = [&](const json& event) { write(sse_event(event)); };
+    auto finish = [&] {
+      write(sse_done());
+      if (alive) sink.done();
+      return alive;
+    };
+    if (reply.chat) send(chat_chunk(reply.id, reply.created, reply.model, "", std::nullopt, /*role_only=*/true));
+    GenerationResult g;
+    try {
+      g = runner.generate_tokens(job->prompt, job->request.config, {}, [&](const std::string& piece) {
+        if (!alive) return;
+        if (options.token_interval.count() > 0) pace();
+        send(reply.piece(piece));
+      });
+    } catch (const std::exception& e) {
+      job->lease.release();
+      send(error_body(ApiError(500, e.what(), "", "generation_failed", "server_error")));
+      return finish();
+    }
+    job->lease.release();
+    if (!alive) return false;
+    send(reply.piece("", g.stop_reason));
+    if (job->request.include_usage) send(reply.usage(g));
+    return finish();
+  });
 }
 
 }  // namespace hfstatic::server
