@@ -15,7 +15,7 @@
 #include "cli/args.h"
 #include "cli/runtime_flags.h"
 #include "frontend/default_program.h"
-#include "io/hf_static_io_manager.h"
+#include "io/io_manager.h"
 #include "kernels/thread_pool.h"
 #include "runner/perplexity.h"
 #include "tokenizer/tokenizer.h"
@@ -75,8 +75,7 @@ int run_perplexity(const std::vector<std::string>& argv) {
     program = frontend::default_program();
   }
   auto manager = IOManagerRegistry::instance().load(program, HeapAllocator::instance(), runtime);
-  auto* io = dynamic_cast<HfStaticIOManager*>(manager.get());
-  if (!io) fail(program->path(), ": perplexity needs an hf_static program");
+  IOManager* io = manager.get();
   const int64_t ctx = args.get_int("--ctx", io->model().max_context, 2, io->model().max_context);
   const int64_t chunk_kib = args.get_int("--chunk-kib", 1024, 1, int64_t(1) << 20);
 

@@ -178,6 +178,7 @@ void HfStaticIOManager::prepare(StepKind kind, int64_t start_pos, std::span<cons
     ms.execution->set_output_rows(logits, 0, verifying_ ? n : T);
   else
     ms.execution->set_output_rows(logits, n - 1, n);
+  rows_kept_ = all_logits_ || verifying_;
   prepared_ = kind;
   prepared_rows_ = n;
   ran_ = false;
@@ -241,9 +242,11 @@ Status HfStaticIOManager::verify(int64_t start_pos, std::span<const int64_t> tok
   }
 }
 
-std::span<const float> HfStaticIOManager::verified_logits(int64_t row) const {
+std::span<const float> HfStaticIOManager::row_logits(int64_t row) const {
   if (!prepared_ || !ran_ || row < 0 || row >= prepared_rows_)
     fail("no logits of row ", row, ": the last step ran ", ran_ ? prepared_rows_ : 0, " rows");
+  if (!rows_kept_ && row != prepared_rows_ - 1)
+    fail("no logits of row ", row, ": the last step kept its last row's only (set_all_logits(true) keeps them all)");
   const Execution& exec = *method(*prepared_).execution;
   const float* all = static_cast<const float*>(exec.output_data(logits_output(info_.n_layers)));
   return {all + row * info_.vocab_size, size_t(info_.vocab_size)};

@@ -26,13 +26,10 @@ class HfStaticIOManager : public IOManager {
   // prefill fits.
   int64_t verify_capacity(int64_t start_pos) const override;
   Status verify(int64_t start_pos, std::span<const int64_t> tokens, ThreadPool* pool = nullptr) override;
-  std::span<const float> verified_logits(int64_t row) const override;
-
-  // A step computes the logits of its last real row only (what logits() returns; the other
-  // rows of the logits output keep stale values). set_all_logits(true) computes every row, for
-  // callers that score the whole prompt (perplexity, parity checks) through
-  // execution(kind).output_data(hf_static::logits_output(n_layers)). Takes effect at the next step.
-  void set_all_logits(bool all) { all_logits_ = all; }
+  // A step computes the logits of its last real row only (the other rows of the logits output
+  // keep stale values) unless set_all_logits(true) (from the next step on) or it is verify()'s.
+  void set_all_logits(bool all) override { all_logits_ = all; }
+  std::span<const float> row_logits(int64_t row) const override;
 
   // Introspection for tests and tools.
   const Execution& execution(StepKind kind) const { return *method(kind).execution; }
@@ -78,6 +75,7 @@ class HfStaticIOManager : public IOManager {
   bool ran_ = false;
   bool all_logits_ = false;
   bool verifying_ = false;  // the prepared step is verify()'s
+  bool rows_kept_ = false;  // the prepared step computes the logits of every real row
 };
 
 }  // namespace hfstatic

@@ -28,8 +28,12 @@ Status IOManager::verify(int64_t, std::span<const int64_t>, ThreadPool*) {
   fail("this I/O manager cannot verify drafted tokens in one step");
 }
 
-std::span<const float> IOManager::verified_logits(int64_t) const {
-  fail("this I/O manager cannot verify drafted tokens in one step");
+void IOManager::set_all_logits(bool all) {
+  if (all) fail("this I/O manager cannot keep the logits of every row of a step");
+}
+
+std::span<const float> IOManager::row_logits(int64_t) const {
+  fail("this I/O manager keeps the logits of a step's last row only (logits())");
 }
 
 IOManagerRegistry& IOManagerRegistry::instance() {

@@ -63,12 +63,19 @@ class IOManager {
   // Checking drafted tokens (speculative decoding). verify_capacity(start_pos): the most tokens
   // verify() takes there, 0 where it cannot run (then feed them one decode step at a time).
   // verify() feeds the tokens at start_pos in one step whose every row is computed as the decode
-  // step of its token would be, bit for bit, and keeps every row's logits (verified_logits(i),
-  // vocab_size floats). Tokens after a rejected draft were fed too: the next feed at their
-  // position overwrites them (counters are written from start_pos). Throws Error as step() does.
+  // step of its token would be, bit for bit, and keeps every row's logits (row_logits(i)).
+  // Tokens after a rejected draft were fed too: the next feed at their position overwrites them
+  // (counters are written from start_pos). Throws Error as step() does.
   virtual int64_t verify_capacity(int64_t start_pos) const { return 0; }
   virtual Status verify(int64_t start_pos, std::span<const int64_t> tokens, ThreadPool* pool = nullptr);
-  virtual std::span<const float> verified_logits(int64_t row) const;
+
+  // Scoring every token (perplexity, parity checks): after set_all_logits(true) each step keeps
+  // the logits of all its real rows, not only the last one's. row_logits(i): the logits of real
+  // row i of the last step (vocab_size floats), for each row of a verify() step or of a step
+  // that kept them all, and for the last row of any step; any other row is an Error. The
+  // defaults refuse: a contract that cannot keep them says so.
+  virtual void set_all_logits(bool all);
+  virtual std::span<const float> row_logits(int64_t row) const;
 
  protected:
   // The parts of step(), in order. prepare() writes tokens, positions, mask and counters and

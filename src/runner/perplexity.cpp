@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "io/hf_static_io_manager.h"
+#include "io/io_manager.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 
@@ -72,8 +72,7 @@ double NllSums::standard_error() const {
   return std::sqrt(std::max(0.0, sum_squares / n - m * m) / (n - 1));
 }
 
-PerplexityWindows::PerplexityWindows(HfStaticIOManager& io, int64_t ctx, ThreadPool* pool,
-                                     std::function<void()> on_window)
+PerplexityWindows::PerplexityWindows(IOManager& io, int64_t ctx, ThreadPool* pool, std::function<void()> on_window)
     : io_(io), ctx_(ctx), pool_(pool), on_window_(std::move(on_window)) {
   if (ctx_ < 2) fail("perplexity windows need at least 2 tokens, not ", ctx_);
   io_.set_all_logits(true);
@@ -99,11 +98,8 @@ void PerplexityWindows::score(std::span<const int64_t> window) {
   for (const Step& step : io_.plan(0, window.size())) {
     const Status status = io_.step(step.kind, step.start_pos, window.subspan(step.begin, step.count), pool_);
     if (!status.ok()) fail("step at position ", step.start_pos, " failed: ", status.message());
-    const float* rows = step.kind == StepKind::Prefill ? static_cast<const float*>(io_.execution(step.kind).output_data(
-                                                             hf_static::logits_output(io_.model().n_layers)))
-                                                       : io_.logits().data();
     for (size_t r = 0; r < step.count && step.begin + r + 1 < window.size(); ++r) {
-      const double v = nll(rows + int64_t(r) * vocab, vocab, window[step.begin + r + 1]);
+      const double v = nll(io_.row_logits(int64_t(r)).data(), vocab, window[step.begin + r + 1]);
       sums_.sum += v, sums_.sum_squares += v * v, ++sums_.count;
     }
   }

@@ -11,7 +11,7 @@
 
 namespace hfstatic {
 
-class HfStaticIOManager;
+class IOManager;
 class ThreadPool;
 
 // Where a chunk of `text` may end (its length), the rest of the text following in the next one:
@@ -61,7 +61,7 @@ struct NllSums {
 // shorter one by finish() when it has two tokens.
 class PerplexityWindows {
  public:
-  PerplexityWindows(HfStaticIOManager& io, int64_t ctx, ThreadPool* pool, std::function<void()> on_window = {});
+  PerplexityWindows(IOManager& io, int64_t ctx, ThreadPool* pool, std::function<void()> on_window = {});
 
   void add(std::span<const int32_t> tokens);  // throws Error when a step fails
   void finish();
@@ -71,7 +71,7 @@ class PerplexityWindows {
  private:
   void score(std::span<const int64_t> window);
 
-  HfStaticIOManager& io_;
+  IOManager& io_;
   int64_t ctx_;
   ThreadPool* pool_;
   std::function<void()> on_window_;

@@ -258,7 +258,7 @@ GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const 
     if (int64_t(result.tokens.size()) == config.max_new_tokens) break;
     if (accepted) {  // the verify step fed it already, with the draft after it
       ++fed_;
-      logits = io_->verified_logits(int64_t(++row));
+      logits = io_->row_logits(int64_t(++row));
       continue;
     }
     if (fed_ >= m.max_context) {
@@ -268,7 +268,7 @@ GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const 
     const int64_t room = config.max_new_tokens - int64_t(result.tokens.size());
     drafts = feed_with_drafts(token, config, room, stats);
     row = 0;
-    logits = drafts.empty() ? io_->logits() : io_->verified_logits(0);
+    logits = drafts.empty() ? io_->logits() : io_->row_logits(0);
   }
   if (decoder && result.stop_reason != StopReason::StopString) text += decoder->flush();
   if (on_text && text.size() > emitted) on_text(text.substr(emitted));

@@ -4,9 +4,11 @@
 // caches, float, int8 and int4 weights, repeated state, n = 1, 2, 7, T - 1 and T real rows, a
 // continuation after them and a tail routed through decode: the logits, every cache slot and
 // every counter of a run on active rows against the same steps run on the whole chunk.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -124,7 +126,7 @@ TEST_P(ActiveRows, VerifiedRowsAreTheDecodeSteps) {
         ASSERT_TRUE(verifier->verify(10, drafts, threads).ok()) << what;
         for (int64_t i = 0; i < k; ++i) {
           ASSERT_TRUE(decoder->step(StepKind::Decode, 10 + i, std::span(drafts).subspan(size_t(i), 1), threads).ok());
-          const auto got = verifier->verified_logits(i), want = decoder->logits();
+          const auto got = verifier->row_logits(i), want = decoder->logits();
           ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size_bytes()), 0) << what << ": row " << i;
         }
         // Only the first draft kept: decode another token at 11, over the rejected rows' slots.
@@ -140,6 +142,41 @@ TEST_P(ActiveRows, VerifiedRowsAreTheDecodeSteps) {
     auto io = load(program, true);
     EXPECT_EQ(io->verify_capacity(C - T + 1), 0);
     EXPECT_THROW(io->verify(C - T + 1, tokens(2, 1)), Error);
+  }
+}
+
+// row_logits: every real row of a step after set_all_logits(true), each that of the prompt cut
+// after it; without it, the last row only and an error naming the switch for the others.
+TEST(RowLogits, EveryRowWhenKeptTheLastRowOtherwise) {
+  test::TempDir dir("row-logits");
+  ExportOptions o;
+  o.graph.prefill_len = T;
+  o.graph.max_context = C;
+  const std::string path = dir.file("tiny.hfs");
+  export_program(test::cached_checkpoint("tiny", 3), path, o);
+  auto program = Program::load(path);
+  const std::vector<int64_t> prompt = tokens(7, 4);
+
+  auto last_only = IOManagerRegistry::instance().load(program);
+  ASSERT_TRUE(last_only->feed(0, prompt).ok());
+  const auto last = last_only->row_logits(6), want_last = last_only->logits();
+  EXPECT_EQ(std::memcmp(last.data(), want_last.data(), last.size_bytes()), 0);
+  EXPECT_THAT(test::error_of([&] { last_only->row_logits(0); }), testing::HasSubstr("set_all_logits(true)"));
+  EXPECT_THAT(test::error_of([&] { last_only->row_logits(7); }), testing::HasSubstr("ran 7 rows"));
+
+  auto all = IOManagerRegistry::instance().load(program);
+  all->set_all_logits(true);
+  ASSERT_TRUE(all->feed(0, prompt).ok());
+  for (int64_t i = 0; i < 7; ++i) {
+    auto cut = IOManagerRegistry::instance().load(program);
+    ASSERT_TRUE(cut->feed(0, std::span(prompt).first(size_t(i) + 1)).ok());
+    const auto got = all->row_logits(i), want = cut->logits();
+    float scale = 0, worst = 0;
+    for (size_t j = 0; j < want.size(); ++j) {
+      scale = std::max(scale, std::abs(want[j]));
+      worst = std::max(worst, std::abs(got[j] - want[j]));
+    }
+    EXPECT_LE(worst, 1e-4f * scale) << "row " << i;
   }
 }
 
