@@ -224,9 +224,11 @@ RuntimeOptions runtime_options(const std::optional<std::string>& isa, std::optio
   if (fold_ops) o.fold_ops = *fold_ops;
   if (huge_pages) o.huge_pages = *huge_pages;
   if (idle_prefetch) o.idle_prefetch = *idle_prefetch;
-  if (max_buffer_mib)
-    o.max_buffer_bytes = uint64_t(real_arg("max_buffer_mib", double(*max_buffer_mib), 1, double(int64_t(1) << 30)))
-                         << 20;
+  if (max_buffer_mib) {
+    if (*max_buffer_mib < 1 || *max_buffer_mib > (int64_t(1) << 30))
+      throw UsageError(cat("max_buffer_mib: ", *max_buffer_mib, " is outside [1, ", int64_t(1) << 30, "]"));
+    o.max_buffer_bytes = uint64_t(*max_buffer_mib) << 20;
+  }
   return o;
 }
 
