@@ -225,8 +225,8 @@ RuntimeOptions runtime_options(const std::optional<std::string>& isa, std::optio
   if (huge_pages) o.huge_pages = *huge_pages;
   if (idle_prefetch) o.idle_prefetch = *idle_prefetch;
   if (max_buffer_mib) {
-    if (*max_buffer_mib < 1 || *max_buffer_mib > (int64_t(1) << 30))
-      throw UsageError(cat("max_buffer_mib: ", *max_buffer_mib, " is outside [1, ", int64_t(1) << 30, "]"));
+    if (*max_buffer_mib < 1 || *max_buffer_mib > frontend::kMaxBufferMib)
+      throw UsageError(cat("max_buffer_mib: ", *max_buffer_mib, " is outside [1, ", frontend::kMaxBufferMib, "]"));
     o.max_buffer_bytes = uint64_t(*max_buffer_mib) << 20;
   }
   return o;

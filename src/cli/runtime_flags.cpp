@@ -17,7 +17,7 @@ RuntimeOptions runtime_options_from_env() {
 
 RuntimeOptions runtime_options(const Args& args) {
   RuntimeOptions options = runtime_options_from_env();
-  options.max_buffer_bytes = uint64_t(args.get_int(kMaxBufferFlag, 0, 1, int64_t(1) << 30)) << 20;
+  options.max_buffer_bytes = uint64_t(args.get_int(kMaxBufferFlag, 0, 1, frontend::kMaxBufferMib)) << 20;
   return options;
 }
 

@@ -1,6 +1,7 @@
 // The environment switches of the front ends (the tool, the bench, the Python module), read into
 // RuntimeOptions. No library reads the environment.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -11,6 +12,9 @@ namespace hfstatic::frontend {
 // "scalar", "avx2" or "avx512"; nullopt for any other name.
 std::optional<kernels::Isa> isa_from_name(std::string_view name);
 inline constexpr const char* kIsaNames = "scalar, avx2 or avx512";
+
+// The largest buffer limit a front end takes (--max-buffer-mib, max_buffer_mib=), in MiB.
+inline constexpr int64_t kMaxBufferMib = int64_t(1) << 30;
 
 // HFSTATIC_ISA=scalar|avx2|avx512 caps the kernel ISA; HFSTATIC_FOLD=0, HFSTATIC_IDLE_PREFETCH=0,
 // HFSTATIC_HUGE_PAGES=0 and HFSTATIC_ACTIVE_ROWS=0 turn off op folding, idle prefetch, huge pages
