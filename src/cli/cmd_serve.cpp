@@ -20,7 +20,7 @@ int run_serve(const std::vector<std::string>& argv) {
   Args args(argv,
             {"-m|--model", "--host", "--port", "--slots", "--queue", "--api-key", "-t|--threads", "--alias",
              "--max-body", kMaxBufferFlag, kLookupFlag, kDraftFlag, kDraftMaxFlag},
-            {});
+            {"--no-prefix-reuse"});
   args.expect_positional(0, "");
   server::ServerOptions options;
   options.host = args.get_or("--host", "127.0.0.1");
@@ -31,6 +31,7 @@ int run_serve(const std::vector<std::string>& argv) {
   options.threads = int(args.get_int("--threads", 0, 0, ThreadPool::kMaxThreads));
   options.max_body_bytes = size_t(args.get_int("--max-body", 1 << 20, 1024, int64_t(1) << 30));
   if (args.has("--api-key") && options.api_key.empty()) throw UsageError{"flag --api-key: the key is empty"};
+  options.prefix_reuse = !args.has("--no-prefix-reuse");
   options.runtime = runtime_options(args);
   const Speculation speculation = speculation_flags(args);
   options.lookup = speculation.lookup;
@@ -85,6 +86,7 @@ HFSTATIC_COMMAND(
     "serve", "serve a program over an OpenAI-compatible HTTP API (the embedded default without -m)",
     "[-m FILE] [--host 127.0.0.1] [--port 8080] [--slots N] [--queue N (default 2*slots)] [--api-key KEY]\n"
     "       [-t THREADS (per slot)] [--alias NAME] [--max-body BYTES (default 1 MiB)]\n"
+    "       [--no-prefix-reuse (prefill every prompt from its first token)]\n"
     "       [--max-buffer-mib N (caches and buffers per slot; default 4x the weights + 512)]\n"
     "       [--lookup K (prompt lookup drafts up to K tokens) | --draft FILE [--draft-max K (default 4)]]\n"
     "       (speculative decoding in every slot; a request's \"speculative\": false turns it off)",

@@ -68,6 +68,7 @@ const char* finish_reason(StopReason reason);
 
 struct Usage {
   int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens a slot's cache held already (prompt_tokens_details)
 };
 nlohmann::json usage_json(const Usage& u);
 

@@ -14,6 +14,7 @@
 #include "runner/runner.h"
 #include "server/http_server.h"
 #include "server/openai.h"
+#include "server/prefix_cache.h"
 #include "server/slot_pool.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -54,17 +55,14 @@ struct Reply {
   std::string id, model;
   int64_t created = 0;
 
-  json whole(const GenerationResult& g) const {
-    const Usage usage{g.stats.prompt_tokens, g.stats.generated_tokens};
+  json whole(const GenerationResult& g, const Usage& usage) const {
     return chat ? chat_response(id, created, model, g.text, g.stop_reason, usage)
                 : completion_response(id, created, model, g.text, g.stop_reason, usage);
   }
   json piece(const std::string& text, std::optional<StopReason> stop = std::nullopt) const {
     return chat ? chat_chunk(id, created, model, text, stop) : completion_chunk(id, created, model, text, stop);
   }
-  json usage(const GenerationResult& g) const {
-    return usage_chunk(id, created, model, chat, {g.stats.prompt_tokens, g.stats.generated_tokens});
-  }
+  json usage(const Usage& usage) const { return usage_chunk(id, created, model, chat, usage); }
 };
 
 // Everything a streamed response needs after the handler returns.
@@ -73,6 +71,7 @@ struct StreamJob {
   Runner* runner = nullptr;
   CompletionRequest request;
   std::vector<int64_t> prompt;
+  size_t cached = 0;  // prompt tokens the slot's cache held
   Reply reply;
 };
 
@@ -83,6 +82,7 @@ struct Server::Impl {
   std::shared_ptr<const Program> program;
   std::vector<std::unique_ptr<Runner>> runners;
   std::vector<std::unique_ptr<Drafter>> drafters;  // one per slot; empty without speculation
+  std::vector<SlotHistory> histories;              // one per slot: what its cache holds exactly
   const Tokenizer* tokenizer = nullptr;            // runner 0's; const use only, from any thread
   ModelLimits limits;
   std::unique_ptr<SlotPool> pool;
@@ -104,8 +104,13 @@ struct Server::Impl {
   void generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
   // The request's prompt as tokens, refused (ApiError) when empty or past the context.
   std::vector<int64_t> prompt_tokens(const CompletionRequest& r, Endpoint endpoint) const;
-  // A free slot, or a 503 (queue full, shutting down).
-  SlotLease take_slot();
+  // A free slot, the one whose cache shares the most of `prompt` first, or a 503 (queue full,
+  // shutting down).
+  SlotLease take_slot(std::span<const int64_t> prompt);
+  // Runs the slot's generation of `prompt`, fed from the `cached` tokens its cache holds, and
+  // records what the cache holds after it (forgets it when the generation fails).
+  GenerationResult run(size_t slot, std::span<const int64_t> prompt, size_t cached, const GenerationConfig& config,
+                       const std::function<void(const std::string&)>& on_text);
   // Streams the job's generation as server-sent events.
   void stream(httplib::Response& res, std::shared_ptr<StreamJob> job);
   // Sleeps options.token_interval (in short steps, so that stop() is prompt).
@@ -137,6 +142,7 @@ Server::Server(std::shared_ptr<const Program> program, ServerOptions options) : 
   if (!options.draft.empty() && (options.draft_max < 1 || options.draft_max > 64))
     fail("--draft-max must be between 1 and 64 (got ", options.draft_max, ")");
   for (int i = 0; i < options.slots; ++i) s.runners.push_back(Runner::load(s.program, ro));
+  s.histories.resize(size_t(options.slots));
   if (options.lookup > 0) {
     for (int i = 0; i < options.slots; ++i) s.drafters.push_back(std::make_unique<PromptLookup>());
   } else if (!options.draft.empty()) {
@@ -333,9 +339,11 @@ std::vector<int64_t> Server::Impl::prompt_tokens(const CompletionRequest& r, End
   return prompt;
 }
 
-SlotLease Server::Impl::take_slot() {
+SlotLease Server::Impl::take_slot(std::span<const int64_t> prompt) {
   SlotPool::Outcome outcome;
-  SlotLease lease = pool->acquire(&outcome);
+  SlotPool::Preference longest_prefix;
+  if (options.prefix_reuse) longest_prefix = [&](size_t slot) { return histories[slot].shared(prompt); };
+  SlotLease lease = pool->acquire(&outcome, std::chrono::hours(24), longest_prefix);
   if (lease) return lease;
   if (outcome == SlotPool::Outcome::QueueFull)
     throw ApiError(503,
@@ -349,9 +357,11 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
   try {
     CompletionRequest r = parse_completion_request(req.body, endpoint, limits);
     std::vector<int64_t> prompt = prompt_tokens(r, endpoint);
-    SlotLease lease = take_slot();
+    SlotLease lease = take_slot(prompt);
     Runner& runner = *runners[lease.index()];
-    runner.reset();  // every request starts a fresh conversation
+    SlotHistory& history = histories[lease.index()];
+    if (!options.prefix_reuse) history.clear();
+    const size_t cached = history.prepare(runner, prompt);
     if (r.speculative && !drafters.empty()) {
       r.config.drafter = drafters[lease.index()].get();
       r.config.draft_max = options.lookup > 0 ? options.lookup : options.draft_max;
@@ -363,12 +373,12 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
       if (options.token_interval.count() > 0) on_text = [this](const std::string&) { pace(); };
       GenerationResult g;
       try {
-        g = runner.generate_tokens(prompt, r.config, {}, on_text);
+        g = run(lease.index(), prompt, cached, r.config, on_text);
       } catch (const Error& e) {
         throw ApiError(400, e.what(), chat ? "messages" : "prompt");
       }
       lease.release();
-      send_json(res, 200, reply.whole(g));
+      send_json(res, 200, reply.whole(g, {int64_t(prompt.size()), g.stats.generated_tokens, int64_t(cached)}));
       return;
     }
     auto job = std::make_shared<StreamJob>();
@@ -376,12 +386,27 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
     job->runner = &runner;
     job->request = std::move(r);
     job->prompt = std::move(prompt);
+    job->cached = cached;
     job->reply = std::move(reply);
     stream(res, std::move(job));
   } catch (const ApiError& e) {
     send_error(res, e);
   } catch (const std::exception& e) {
     send_error(res, ApiError(500, e.what(), "", "internal_error", "server_error"));
+  }
+}
+
+GenerationResult Server::Impl::run(size_t slot, std::span<const int64_t> prompt, size_t cached,
+                                   const GenerationConfig& config,
+                                   const std::function<void(const std::string&)>& on_text) {
+  Runner& runner = *runners[slot];
+  try {
+    GenerationResult g = runner.generate_tokens(prompt.subspan(cached), config, {}, on_text);
+    histories[slot].update(runner, prompt);
+    return g;
+  } catch (...) {
+    histories[slot].clear();
+    throw;
   }
 }
 
@@ -407,7 +432,7 @@ void Server::Impl::stream(httplib::Response& res, std::shared_ptr<StreamJob> job
     if (reply.chat) send(chat_chunk(reply.id, reply.created, reply.model, "", std::nullopt, /*role_only=*/true));
     GenerationResult g;
     try {
-      g = runner.generate_tokens(job->prompt, job->request.config, {}, [&](const std::string& piece) {
+      g = run(job->lease.index(), job->prompt, job->cached, job->request.config, [&](const std::string& piece) {
         if (!alive) return;
         if (options.token_interval.count() > 0) pace();
         send(reply.piece(piece));
@@ -420,7 +445,8 @@ void Server::Impl::stream(httplib::Response& res, std::shared_ptr<StreamJob> job
     job->lease.release();
     if (!alive) return false;
     send(reply.piece("", g.stop_reason));
-    if (job->request.include_usage) send(reply.usage(g));
+    if (job->request.include_usage)
+      send(reply.usage({int64_t(job->prompt.size()), g.stats.generated_tokens, int64_t(job->cached)}));
     return finish();
   });
 }

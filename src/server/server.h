@@ -26,6 +26,9 @@ struct ServerOptions {
   // Minimum time between two generated tokens of a request (0: none). Paces generation for
   // demonstrations and for tests that need a request to hold its slot for a while.
   std::chrono::milliseconds token_interval{0};
+  // A request whose prompt starts with tokens a free slot's cache holds takes that slot and feeds
+  // only the rest (src/server/prefix_cache.h); false: every request starts from position 0.
+  bool prefix_reuse = true;
   RuntimeOptions runtime;  // how the slots' runners run the program
   // Speculative decoding in every slot, each with a drafter of its own: prompt lookup of up to
   // `lookup` tokens (0: off), or the draft program at `draft` (empty: none) proposing up to

@@ -30,7 +30,21 @@ SlotPool::SlotPool(size_t slots, size_t max_queue) : slots_(slots), max_queue_(m
 
 SlotPool::~SlotPool() { shutdown(); }
 
-SlotLease SlotPool::acquire(Outcome* outcome, std::chrono::milliseconds max_wait) {
+size_t SlotPool::take_free(const Preference& preference) {
+  size_t pick = free_.size() - 1, best = 0;
+  if (preference) {
+    pick = 0;  // free the longest: taken when every slot ranks 0
+    for (size_t i = free_.size(); i-- > 0;) {
+      const size_t rank = preference(free_[i]);
+      if (rank > best) best = rank, pick = i;
+    }
+  }
+  const size_t index = free_[pick];
+  free_.erase(free_.begin() + std::ptrdiff_t(pick));
+  return index;
+}
+
+SlotLease SlotPool::acquire(Outcome* outcome, std::chrono::milliseconds max_wait, const Preference& preference) {
   auto set = [&](Outcome o) {
     if (outcome) *outcome = o;
   };
@@ -40,8 +54,7 @@ SlotLease SlotPool::acquire(Outcome* outcome, std::chrono::milliseconds max_wait
     return {};
   }
   if (!free_.empty() && queue_.empty()) {
-    size_t index = free_.back();
-    free_.pop_back();
+    const size_t index = take_free(preference);
     set(Outcome::Acquired);
     return SlotLease(this, index);
   }
@@ -60,8 +73,7 @@ SlotLease SlotPool::acquire(Outcome* outcome, std::chrono::milliseconds max_wait
     set(shut_down_ ? Outcome::ShutDown : Outcome::TimedOut);
     return {};
   }
-  size_t index = free_.back();
-  free_.pop_back();
+  const size_t index = take_free(preference);
   cv_.notify_all();  // the next in line, when another slot is free
   set(Outcome::Acquired);
   return SlotLease(this, index);

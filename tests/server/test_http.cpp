@@ -72,10 +72,11 @@ struct ClientResult {
 };
 
 // Runs client.py CHECK against a port, bounded by `timeout`.
-ClientResult client(const std::string& check, int port, const std::vector<std::string>& extra = {},
-                    int timeout_s = 120) {
-  std::string cmd = "timeout -k 5 " + std::to_string(timeout_s) + " " HFSTATIC_PYTHON " " HFSTATIC_SERVER_CLIENT " " +
-                    check + " --port " + std::to_string(port) + " --max-context " + std::to_string(kMaxContext);
+// client_ops.py runs the checks of prefix reuse, metrics, readiness and drain.
+ClientResult client(const std::string& check, int port, const std::vector<std::string>& extra = {}, int timeout_s = 120,
+                    const char* script = HFSTATIC_SERVER_CLIENT) {
+  std::string cmd = "timeout -k 5 " + std::to_string(timeout_s) + " " HFSTATIC_PYTHON " " + script + " " + check +
+                    " --port " + std::to_string(port) + " --max-context " + std::to_string(kMaxContext);
   for (const auto& e : extra) cmd += " '" + e + "'";
   cmd += " 2>&1";
   ClientResult r;
@@ -286,6 +287,26 @@ TEST(ServerHttp, ADraftOfAnotherVocabularyIsRefusedNamingBothPrograms) {
   o.lookup = 2;
   EXPECT_NE(test::error_of([&] { Server s(program(), o); }).find("only one of --lookup and --draft"),
             std::string::npos);
+}
+
+// A multi-turn chat and its variants through the API: a server that reuses its slots' caches
+// answers as one that prefills every prompt whole, and says how many tokens it reused.
+TEST(ServerHttp, PrefixReuseAnswersAsAColdServer) {
+  ServerOptions reuse;
+  RunningServer warm(reuse);
+  ServerOptions plain;
+  plain.prefix_reuse = false;
+  RunningServer cold(plain);
+  auto r = client("prefix_reuse", warm.port(),
+                  {"--plain-port", std::to_string(cold.port()), "--requests", "4", "--max-tokens", "8"}, 120,
+                  HFSTATIC_SERVER_OPS_CLIENT);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["cached"][0], 0);
+  EXPECT_GT(r.result["cached"][3].get<int>(), r.result["cached"][1].get<int>());  // the history grows
+  EXPECT_GT(r.result["shorter"].get<int>(), 0);
+  EXPECT_GT(r.result["other_system"].get<int>(), 0);  // the template's tokens before the system text
+  EXPECT_LT(r.result["other_system"].get<int>(), r.result["shorter"].get<int>());
+  EXPECT_GT(r.result["stream_cached"].get<int>(), 0);
 }
 
 TEST(ServerHttp, BindFailureIsAnError) {

@@ -267,7 +267,8 @@ TEST(ServerFormat, Responses) {
   EXPECT_EQ(c["object"], "text_completion");
   EXPECT_EQ(c["choices"][0]["text"], "hi");
   EXPECT_EQ(c["choices"][0]["finish_reason"], "stop");
-  EXPECT_EQ(c["usage"], json::parse(R"({"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5})"));
+  EXPECT_EQ(c["usage"], json::parse(R"({"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5,
+                                      "prompt_tokens_details": {"cached_tokens": 0}})"));
   json h = chat_response("chatcmpl-1", 100, "m", "hi", StopReason::Length, {3, 2});
   EXPECT_EQ(h["object"], "chat.completion");
   EXPECT_EQ(h["choices"][0]["message"], json::parse(R"({"role": "assistant", "content": "hi"})"));
@@ -287,9 +288,10 @@ TEST(ServerFormat, StreamChunks) {
   json tc = completion_chunk("id", 1, "m", "xy", std::nullopt);
   EXPECT_EQ(tc["object"], "text_completion");
   EXPECT_EQ(tc["choices"][0]["text"], "xy");
-  json u = usage_chunk("id", 1, "m", false, {4, 5});
+  json u = usage_chunk("id", 1, "m", false, {4, 5, 3});
   EXPECT_TRUE(u["choices"].empty());
   EXPECT_EQ(u["usage"]["total_tokens"], 9);
+  EXPECT_EQ(u["usage"]["prompt_tokens_details"]["cached_tokens"], 3);
 
   const std::string event = sse_event(piece);
   ASSERT_EQ(event.rfind("data: ", 0), 0u);
