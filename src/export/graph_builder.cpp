@@ -202,7 +202,7 @@ BuiltProgram build_program(const HfConfig& c, const GraphOptions& o) {
     fail("--prefill-len ", o.prefill_len, " is outside [1, max_context = ", o.max_context, "]");
   if (o.cache_dtype != DType::F32 && o.cache_dtype != DType::F16)
     fail("--cache-dtype ", dtype_name(o.cache_dtype), " is not supported (float32, float16)");
-  // Families whose window is not read into sliding layers (phi3, smollm3).
+  // Families whose window is not read into sliding layers (SlidingLayers::Refused: phi3, smollm3).
   if (c.sliding_window && *c.sliding_window < o.max_context && c.sliding_layers.empty())
     fail(c.origin.empty() ? "config.json" : c.origin, ": config field 'sliding_window' = ", *c.sliding_window,
          " is smaller than max_context ", o.max_context, "; sliding-window attention is not supported for ",

@@ -1,10 +1,8 @@
 #include "export/hf_config.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "export/config_reader.h"
-#include "export/family_config.h"
 #include "export/rope_config.h"
 #include "util/error.h"
 
@@ -27,17 +25,15 @@ std::vector<int64_t> token_ids(const json& v, const char* key, const std::string
   return out;
 }
 
-// Which layers use the sliding window, by Hugging Face's rule for the family: every layer of
-// mistral; for qwen2/qwen3 an explicit layer_types, else layers >= max_window_layers.
+// Which layers use the sliding window, by the family's rule (SlidingLayers).
 std::vector<bool> read_sliding_layers(const json& j, const ConfigReader& r, const HfConfig& c) {
   const size_t n = size_t(c.num_hidden_layers);
-  // phi3's and smollm3's windows are not read into layers: build_program refuses them when they
-  // are shorter than max_context.
-  if (c.model_type == "phi3" || c.model_type == "smollm3") return {};
+  const SlidingLayers rule = c.family->sliding_layers;
+  if (rule == SlidingLayers::Refused) return {};
   if (!c.sliding_window) return std::vector<bool>(n, false);
-  if (c.model_type == "mistral") return std::vector<bool>(n, true);
+  if (rule == SlidingLayers::Every) return std::vector<bool>(n, true);
   std::vector<bool> out(n, false);
-  if (c.model_type == "gemma3_text" && !r.has("layer_types")) {  // every pattern-th layer is global
+  if (rule == SlidingLayers::LayerTypesOrPattern && !r.has("layer_types")) {  // every pattern-th layer is global
     const char* key = r.has("sliding_window_pattern") ? "sliding_window_pattern" : "_sliding_window_pattern";
     const int64_t pattern = r.integer(key, 1, 1 << 20, 6);
     for (size_t l = 0; l < n; ++l) out[l] = (int64_t(l) + 1) % pattern != 0;
@@ -61,27 +57,40 @@ std::vector<bool> read_sliding_layers(const json& j, const ConfigReader& r, cons
   return out;
 }
 
-// gemma3_text: GeGLU, norms around attention and MLP that scale by 1 + w, q/k norms, scaled
-// embeddings, its own attention scale, and sliding layers with their own rope base.
-void read_gemma3(const json& j, const ConfigReader& r, HfConfig& c) {
-  for (const char* key : {"hidden_activation", "hidden_act"}) {
-    if (r.has(key) && j[key] != "gelu_pytorch_tanh")
-      fail(r.origin, ": config field '", key, "' = ", quote_json(j[key]),
-           " is not supported (supported: gelu_pytorch_tanh)");
+void read_attention_bias(const ConfigReader& r, const FamilySpec& family, HfConfig& c) {
+  if (family.attention_bias == AttentionBias::AlwaysQkv) {
+    c.attention_bias = true;
+    return;
   }
-  for (const char* key : {"final_logit_softcapping", "attn_logit_softcapping"})
-    if (r.has(key))
-      fail(r.origin, ": config field '", key, "' = ", quote_json(j[key]), " is not supported (only null)");
-  if (r.boolean("use_bidirectional_attention", false))
-    fail(r.origin, ": config field 'use_bidirectional_attention' = true is not supported");
-  c.hidden_act = "gelu_pytorch_tanh";
-  c.qk_norm = true;
-  c.sandwich_norms = true;
-  c.norm_plus_one = true;
-  c.embedding_scale = std::sqrt(double(c.hidden_size));
-  c.query_pre_attn_scalar = r.number("query_pre_attn_scalar", 1e-6, 1e9, 256);
-  c.rope_local_theta = r.number("rope_local_base_freq", 1, 1e12, 10000);
-  c.sliding_window = r.integer("sliding_window", 1, int64_t(1) << 31, 4096);
+  c.attention_bias = r.boolean("attention_bias", false);
+  c.o_proj_bias = c.attention_bias && family.attention_bias == AttentionBias::FromConfig;
+}
+
+void check_activation(const ConfigReader& r, const FamilySpec& family) {
+  for (const std::string& key : family.activation_keys) {
+    if (r.has(key.c_str()) && r.j[key] != family.activation)
+      fail(r.origin, ": config field '", key, "' = ", quote_json(r.j[key]),
+           " is not supported (supported: ", family.activation, ")");
+  }
+}
+
+void check_refusals(const ConfigReader& r, const FamilySpec& family) {
+  for (const Refusal& refusal : family.refusals) {
+    const char* key = refusal.key.c_str();
+    const std::string detail = refusal.detail.empty() ? "" : " " + refusal.detail;
+    if (refusal.when == Refusal::When::NotNull && r.has(key))
+      fail(r.origin, ": config field '", key, "' = ", quote_json(r.j[key]), " is not supported", detail);
+    if (refusal.when == Refusal::When::True && r.boolean(key, false))
+      fail(r.origin, ": config field '", key, "' = true is not supported", detail);
+  }
+}
+
+std::optional<int64_t> read_window(const ConfigReader& r, const FamilySpec& family) {
+  constexpr int64_t kBig = int64_t(1) << 31;
+  const bool read = family.window == WindowField::Read ||
+                    (family.window == WindowField::ReadWhenUsed && r.boolean("use_sliding_window", false));
+  if (!read || (!r.has("sliding_window") && !family.window_default)) return std::nullopt;
+  return r.integer("sliding_window", 1, kBig, family.window_default);
 }
 
 }  // namespace
@@ -94,12 +103,11 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   if (!r.has("model_type") || !j["model_type"].is_string())
     fail(origin, ": config field 'model_type' is missing or not a string");
   c.model_type = j["model_type"].get<std::string>();
-  const std::vector<std::string> supported = {"llama", "mistral", "qwen2",   "qwen3",
-                                              "phi3",  "smollm3", "granite", "gemma3_text"};
-  if (std::find(supported.begin(), supported.end(), c.model_type) == supported.end())
+  c.family = find_family(c.model_type);
+  if (!c.family)
     fail(origin, ": config field 'model_type' = '", c.model_type,
-         "' is not supported (supported: llama, mistral, qwen2, qwen3, phi3, smollm3, granite, gemma3_text)");
-  const bool gemma = c.model_type == "gemma3_text";
+         "' is not supported (supported: ", supported_families(), ")");
+  const FamilySpec& family = *c.family;
   constexpr int64_t kBig = int64_t(1) << 31;
   c.hidden_size = r.integer("hidden_size", 1, kBig);
   c.intermediate_size = r.integer("intermediate_size", 1, kBig);
@@ -119,37 +127,26 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   c.max_position_embeddings = r.integer("max_position_embeddings", 2, kBig, 2048);
   c.rms_norm_eps = r.number("rms_norm_eps", 0, 1, 1e-6);
   c.rope_theta = r.number("rope_theta", 1, 1e12, 10000);
-  c.tie_word_embeddings = r.boolean("tie_word_embeddings", gemma);
+  c.tie_word_embeddings = r.boolean("tie_word_embeddings", family.tied_by_default);
   c.torch_dtype = r.has("torch_dtype") && j["torch_dtype"].is_string() ? j["torch_dtype"].get<std::string>() : "";
 
-  if (c.model_type == "qwen2") {
-    c.attention_bias = true;
-  } else {
-    c.attention_bias = r.boolean("attention_bias", false);
-    c.o_proj_bias = c.attention_bias && c.model_type != "qwen3";
-  }
+  read_attention_bias(r, family, c);
   if (r.boolean("mlp_bias", false)) fail(origin, ": config field 'mlp_bias' = true is not supported");
-  c.qk_norm = c.model_type == "qwen3";
-  if (gemma) {
-    read_gemma3(j, r, c);
-  } else if (r.has("hidden_act")) {
-    if (!j["hidden_act"].is_string() || j["hidden_act"].get<std::string>() != "silu")
-      fail(origin, ": config field 'hidden_act' = ", quote_json(j["hidden_act"]),
-           " is not supported (supported: silu)");
-  }
-  if (c.model_type == "mistral" && r.has("sliding_window")) {
-    c.sliding_window = r.integer("sliding_window", 1, kBig);
-  }
-  if ((c.model_type == "qwen2" || c.model_type == "qwen3") && r.boolean("use_sliding_window", false)) {
-    c.sliding_window = r.integer("sliding_window", 1, kBig, 4096);
-  }
-  parse_family_fields(j, c, origin);
+  check_activation(r, family);
+  check_refusals(r, family);
+  c.hidden_act = family.activation;
+  c.qk_norm = family.qk_norm;
+  c.fused_projections = family.fused_projections;
+  c.sandwich_norms = family.sandwich_norms;
+  c.norm_plus_one = family.norm_plus_one;
+  if (family.embeddings_scaled) c.embedding_scale = std::sqrt(double(c.hidden_size));
+  c.sliding_window = read_window(r, family);
+  if (family.parse) family.parse(r, c);
   c.sliding_layers = read_sliding_layers(j, r, c);
   parse_rope_config(j, c, origin);
-  // Its global layers would need the scaling and its local ones the plain local base.
-  if (gemma && c.rope_scaling)
-    fail(origin, ": config field 'rope_scaling' type '", c.rope_scaling->type,
-         "' is not supported for gemma3_text (supported: none, default)");
+  if (family.refuses_rope_scaling && c.rope_scaling)
+    fail(origin, ": config field 'rope_scaling' type '", c.rope_scaling->type, "' is not supported for ", c.model_type,
+         " (supported: none, default)");
   if (r.has("bos_token_id")) c.bos_token_id = r.integer("bos_token_id", 0, c.vocab_size - 1);
   if (j.contains("eos_token_id")) c.eos_token_ids = token_ids(j["eos_token_id"], "eos_token_id", origin);
   for (int64_t id : c.eos_token_ids)

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "export/family_spec.h"
+
 namespace hfstatic {
 
 // config.json's rope_scaling (see rope_config.h for what each type computes).
@@ -18,17 +20,20 @@ struct RopeScaling {
   std::vector<double> short_factor, long_factor;                   // longrope: rotary_dim / 2 each
 };
 
+// The parsed config: shapes and token ids, and the flags the graph builder reads, set from the
+// family's FamilySpec entry and its fields.
 struct HfConfig {
-  std::string model_type;  // llama, mistral, qwen2, qwen3, phi3, smollm3, granite
+  std::string model_type;
+  const FamilySpec* family = nullptr;  // model_type's entry in families()
   int64_t hidden_size = 0, intermediate_size = 0, num_hidden_layers = 0, num_attention_heads = 0;
   int64_t num_key_value_heads = 0, head_dim = 0, vocab_size = 0, max_position_embeddings = 0;
   double rms_norm_eps = 1e-6, rope_theta = 10000;
   bool tie_word_embeddings = false;
   bool attention_bias = false;            // q/k/v biases (always on for qwen2)
   bool o_proj_bias = false;               // llama's attention_bias also covers o_proj
-  bool qk_norm = false;                   // qwen3
-  std::optional<int64_t> sliding_window;  // mistral / qwen2 when in use
-  std::vector<bool> sliding_layers;       // per layer: true for HF's "sliding_attention"; empty: phi3, smollm3
+  bool qk_norm = false;                   // FamilySpec::qk_norm
+  std::optional<int64_t> sliding_window;  // as FamilySpec::window reads it
+  std::vector<bool> sliding_layers;       // per layer: true for HF's "sliding_attention"; empty: SlidingLayers::Refused
   // Gemma-style architecture details (defaults: the llama layout).
   std::string hidden_act = "silu";              // or "gelu_pytorch_tanh" (gated GELU, tanh approximation)
   bool sandwich_norms = false;                  // norms after attention and MLP too (pre/post_feedforward_layernorm)

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "export/family_presets.h"
 #include "export/hf_config.h"
 #include "format/safetensors.h"
 #include "util/error.h"
@@ -17,119 +16,11 @@ namespace hfstatic {
 
 using nlohmann::json;
 
-namespace {
-
-const std::vector<CheckpointPreset>& llama_qwen_presets() {
-  // Tiny presets have a few layers and a small vocabulary; their larger init std makes the
-  // next-token distribution peaked, so greedy decoding is not decided by rounding noise.
-  static const std::vector<CheckpointPreset> presets = {
-      {"tiny", "tiny llama, untied lm_head (tests)",
-       R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":64,"intermediate_size":160,
-           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
-           "max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":false,
-           "bos_token_id":256,"eos_token_id":256,"hidden_act":"silu","attention_bias":false})",
-       DType::F32, 0.2},
-      {"tiny-wide", "tiny llama 512 wide: quantized rows of whole blocks of groups and more (tests)",
-       R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":512,"intermediate_size":576,
-           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
-           "max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":false,
-           "bos_token_id":256,"eos_token_id":256,"hidden_act":"silu","attention_bias":false})",
-       DType::F32, 0.05},
-      {"tiny-llama3", "tiny llama with llama3 rope scaling and a tied lm_head (tests)",
-       R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":64,"intermediate_size":128,
-           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":1,"vocab_size":272,
-           "max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":500000.0,"tie_word_embeddings":true,
-           "rope_scaling":{"rope_type":"llama3","factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,
-                           "original_max_position_embeddings":64},
-           "bos_token_id":256,"eos_token_id":[256,258],"hidden_act":"silu"})",
-       DType::F32, 0.2},
-      {"tiny-mistral", "tiny mistral without an effective sliding window (tests)",
-       R"({"architectures":["MistralForCausalLM"],"model_type":"mistral","hidden_size":64,"intermediate_size":128,
-           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
-           "max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":1000000.0,"tie_word_embeddings":false,
-           "sliding_window":null,"bos_token_id":256,"eos_token_id":256,"hidden_act":"silu"})",
-       DType::F32, 0.2},
-      {"tiny-qwen2", "tiny qwen2 with q/k/v biases and a tied lm_head (tests)",
-       R"({"architectures":["Qwen2ForCausalLM"],"model_type":"qwen2","hidden_size":64,"intermediate_size":128,
-           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
-           "max_position_embeddings":512,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"tie_word_embeddings":true,
-           "use_sliding_window":false,"sliding_window":4096,"bos_token_id":256,"eos_token_id":258,"hidden_act":"silu"})",
-       DType::F32, 0.2},
-      {"tiny-qwen3", "tiny qwen3 with q/k norm and head_dim != hidden/heads (tests)",
-       R"({"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3","hidden_size":64,"intermediate_size":128,
-           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,"vocab_size":272,
-           "max_position_embeddings":512,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"tie_word_embeddings":true,
-           "attention_bias":false,"use_sliding_window":false,"bos_token_id":256,"eos_token_id":258,"hidden_act":"silu"})",
-       DType::F32, 0.2},
-      {"tiny-mistral-sw", "tiny mistral with a sliding window of 5 on every layer (tests)",
-       R"({"architectures":["MistralForCausalLM"],"model_type":"mistral","hidden_size":64,"intermediate_size":128,
-           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
-           "max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":false,
-           "sliding_window":5,"bos_token_id":256,"eos_token_id":256,"hidden_act":"silu"})",
-       DType::F32, 0.2},
-      {"tiny-qwen2-sw", "tiny qwen2 whose layers from max_window_layers 1 on slide over 5 positions (tests)",
-       R"({"architectures":["Qwen2ForCausalLM"],"model_type":"qwen2","hidden_size":64,"intermediate_size":128,
-           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
-           "max_position_embeddings":512,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"tie_word_embeddings":true,
-           "use_sliding_window":true,"sliding_window":5,"max_window_layers":1,"bos_token_id":256,"eos_token_id":258,
-           "hidden_act":"silu"})",
-       DType::F32, 0.2},
-      {"tiny-gemma3", "tiny gemma3_text: 3 layers (local, local, global), window 6, GQA, head_dim 32, untied (tests)",
-       R"({"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text","hidden_size":64,"intermediate_size":128,
-           "num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,"vocab_size":272,
-           "max_position_embeddings":512,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"rope_local_base_freq":10000.0,
-           "rope_scaling":null,"sliding_window":6,"sliding_window_pattern":3,"query_pre_attn_scalar":24,"tie_word_embeddings":false,
-           "hidden_activation":"gelu_pytorch_tanh","final_logit_softcapping":null,"attn_logit_softcapping":null,
-           "attention_bias":false,"pad_token_id":0,"bos_token_id":2,"eos_token_id":1})",
-       DType::F32, 0.2},
-      {"gemma-3-270m", "Gemma 3 270M shapes (gemma3_text, 18 layers, 5 local : 1 global, window 512, tied)",
-       R"({"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text","hidden_size":640,"intermediate_size":2048,
-           "num_hidden_layers":18,"num_attention_heads":4,"num_key_value_heads":1,"head_dim":256,"vocab_size":262144,
-           "max_position_embeddings":32768,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"rope_local_base_freq":10000.0,
-           "rope_scaling":null,"sliding_window":512,"_sliding_window_pattern":6,"query_pre_attn_scalar":256,
-           "hidden_activation":"gelu_pytorch_tanh","final_logit_softcapping":null,"attn_logit_softcapping":null,
-           "attention_bias":false,"use_bidirectional_attention":false,"pad_token_id":0,"bos_token_id":2,
-           "eos_token_id":1,"torch_dtype":"bfloat16"})",
-       DType::BF16, 0.02},
-      {"gemma-3-1b", "Gemma 3 1B shapes (gemma3_text, 26 layers, 5 local : 1 global, window 512, tied)",
-       R"({"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text","hidden_size":1152,"intermediate_size":6912,
-           "num_hidden_layers":26,"num_attention_heads":4,"num_key_value_heads":1,"head_dim":256,"vocab_size":262144,
-           "max_position_embeddings":32768,"rms_norm_eps":1e-6,"rope_theta":1000000,"rope_local_base_freq":10000,
-           "rope_scaling":null,"sliding_window":512,"sliding_window_pattern":6,"query_pre_attn_scalar":256,
-           "hidden_activation":"gelu_pytorch_tanh","final_logit_softcapping":null,"attn_logit_softcapping":null,
-           "attention_bias":false,"pad_token_id":0,"bos_token_id":2,"eos_token_id":[1,106],"torch_dtype":"bfloat16"})",
-       DType::BF16, 0.02},
-      {"smollm2-135m", "SmolLM2-135M shapes (llama, 30 layers, tied)",
-       R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":576,"intermediate_size":1536,
-           "num_hidden_layers":30,"num_attention_heads":9,"num_key_value_heads":3,"vocab_size":49152,
-           "max_position_embeddings":8192,"rms_norm_eps":1e-5,"rope_theta":100000.0,"tie_word_embeddings":true,
-           "bos_token_id":1,"eos_token_id":2,"hidden_act":"silu","attention_bias":false,"torch_dtype":"bfloat16"})",
-       DType::BF16, 0.02},
-      {"qwen2.5-0.5b", "Qwen2.5-0.5B shapes (qwen2, 24 layers, q/k/v bias, tied)",
-       R"({"architectures":["Qwen2ForCausalLM"],"model_type":"qwen2","hidden_size":896,"intermediate_size":4864,
-           "num_hidden_layers":24,"num_attention_heads":14,"num_key_value_heads":2,"vocab_size":151936,
-           "max_position_embeddings":32768,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"tie_word_embeddings":true,
-           "use_sliding_window":false,"sliding_window":32768,"bos_token_id":151643,"eos_token_id":151643,
-           "hidden_act":"silu","torch_dtype":"bfloat16"})",
-       DType::BF16, 0.02},
-      {"qwen3-0.6b", "Qwen3-0.6B shapes (qwen3, 28 layers, q/k norm, head_dim 128, tied)",
-       R"({"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3","hidden_size":1024,"intermediate_size":3072,
-           "num_hidden_layers":28,"num_attention_heads":16,"num_key_value_heads":8,"head_dim":128,"vocab_size":151936,
-           "max_position_embeddings":40960,"rms_norm_eps":1e-6,"rope_theta":1000000.0,"tie_word_embeddings":true,
-           "attention_bias":false,"use_sliding_window":false,"bos_token_id":151643,"eos_token_id":151645,
-           "hidden_act":"silu","torch_dtype":"bfloat16"})",
-       DType::BF16, 0.02},
-  };
-  return presets;
-}
-
-}  // namespace
-
+// Each family's presets (family_spec.h), in table order.
 const std::vector<CheckpointPreset>& checkpoint_presets() {
   static const std::vector<CheckpointPreset> presets = [] {
-    std::vector<CheckpointPreset> all = llama_qwen_presets();
-    const auto& more = family_checkpoint_presets();
-    all.insert(all.end(), more.begin(), more.end());
+    std::vector<CheckpointPreset> all;
+    for (const FamilySpec& family : families()) all.insert(all.end(), family.presets.begin(), family.presets.end());
     return all;
   }();
   return presets;
@@ -211,7 +102,7 @@ struct TokenizerLayout {
 
 TokenizerLayout tokenizer_layout(const HfConfig& config) {
   TokenizerLayout t;
-  if (config.model_type == "gemma3_text") {
+  if (config.family->preset_tokenizer == PresetTokenizer::Gemma) {
     // Gemma's special ids (pad 0, eos 1, bos 2, unk 3; the turn markers at 105 and 106 when the
     // vocabulary has room), the bytes after them.
     const int turn = config.vocab_size > 1024 ? 105 : 4;

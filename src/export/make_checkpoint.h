@@ -5,18 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "export/family_spec.h"
 #include "util/dtype.h"
 
 namespace hfstatic {
 
-struct CheckpointPreset {
-  std::string name;
-  std::string description;
-  std::string config_json;  // config.json as the real model ships it (shapes, rope, ties)
-  DType dtype;              // default tensor dtype
-  double init_std;          // std of the random projection weights
-};
-
+// Every family's presets, in table order.
 const std::vector<CheckpointPreset>& checkpoint_presets();
 const CheckpointPreset& find_checkpoint_preset(const std::string& name);  // throws Error listing presets
 

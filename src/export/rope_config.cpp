@@ -60,8 +60,10 @@ RopeScaling parse_scaling(const json& s, const std::string& type, const json& j,
     rs.attention_factor = sr.optional_number("attention_factor", 1e-6, 1e6);
     // Phi-3's original length is a top-level field (Phi3Config defaults it to 4096); the
     // attention factor then follows max_position_embeddings / original.
-    if (top.has("original_max_position_embeddings") || c.model_type == "phi3") {
-      rs.original_max_position_embeddings = double(top.integer("original_max_position_embeddings", 1, kBig, 4096));
+    const std::optional<int64_t> original_default = c.family->longrope_original_default;
+    if (top.has("original_max_position_embeddings") || original_default) {
+      rs.original_max_position_embeddings =
+          double(top.integer("original_max_position_embeddings", 1, kBig, original_default));
       rs.factor = double(c.max_position_embeddings) / rs.original_max_position_embeddings;
     } else {
       rs.original_max_position_embeddings = double(c.max_position_embeddings);

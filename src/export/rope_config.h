@@ -22,7 +22,7 @@
 namespace hfstatic {
 
 // Reads partial_rotary_factor (into config.rotary_dim) and rope_scaling; config's head_dim,
-// max_position_embeddings and model_type are set. Throws Error naming the field at fault.
+// max_position_embeddings and family are set. Throws Error naming the field at fault.
 void parse_rope_config(const nlohmann::json& config_json, HfConfig& config, const std::string& origin);
 
 // Attributes of the rope op for a program of max_context positions. Throws Error when the

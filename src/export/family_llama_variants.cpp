@@ -1,9 +1,17 @@
-#include "export/family_presets.h"
+// Families of the llama layout with a twist: phi3 (fused projections, partial rotary, longrope),
+// smollm3 (layers without rope) and granite (multipliers).
+#include <nlohmann/json.hpp>
+
+#include "export/config_reader.h"
+#include "export/family_entries.h"
+#include "export/hf_config.h"
 
 namespace hfstatic {
 
-const std::vector<CheckpointPreset>& family_checkpoint_presets() {
-  static const std::vector<CheckpointPreset> presets = {
+namespace {
+
+std::vector<CheckpointPreset> phi3_presets() {
+  return {
       {"tiny-phi3", "tiny phi3 like Phi-4-mini: fused qkv/gate_up, partial rotary, longrope, tied (tests)",
        R"({"architectures":["Phi3ForCausalLM"],"model_type":"phi3","hidden_size":64,"intermediate_size":128,
            "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
@@ -12,29 +20,6 @@ const std::vector<CheckpointPreset>& family_checkpoint_presets() {
                            "long_factor":[1.0,2.0,4.0,8.0,16.0,32.0]},
            "rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":true,"sliding_window":512,
            "bos_token_id":256,"eos_token_id":[258,256],"hidden_act":"silu","attention_bias":false})",
-       DType::F32, 0.2},
-      {"tiny-smollm3", "tiny smollm3: a layer without rope, tied (tests)",
-       R"({"architectures":["SmolLM3ForCausalLM"],"model_type":"smollm3","hidden_size":64,"intermediate_size":128,
-           "num_hidden_layers":4,"num_attention_heads":4,"num_key_value_heads":1,"vocab_size":272,
-           "max_position_embeddings":512,"rms_norm_eps":1e-6,"rope_theta":5000000.0,"tie_word_embeddings":true,
-           "no_rope_layers":[1,0,1,1],"no_rope_layer_interval":4,"use_sliding_window":false,"sliding_window":null,
-           "bos_token_id":null,"eos_token_id":258,"hidden_act":"silu","attention_bias":false,"mlp_bias":false})",
-       DType::F32, 0.2},
-      {"tiny-granite", "tiny granite: embedding, residual, attention and logits multipliers (tests)",
-       R"({"architectures":["GraniteForCausalLM"],"model_type":"granite","hidden_size":64,"intermediate_size":128,
-           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
-           "max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":true,
-           "embedding_multiplier":12.0,"residual_multiplier":0.22,"attention_multiplier":0.0625,
-           "logits_scaling":2.0,"bos_token_id":256,"eos_token_id":256,"hidden_act":"silu",
-           "attention_bias":false,"mlp_bias":false})",
-       DType::F32, 0.2},
-      {"tiny-yarn", "tiny llama with yarn rope scaling (mscale, mscale_all_dim) (tests)",
-       R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":64,"intermediate_size":128,
-           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
-           "max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":false,
-           "rope_scaling":{"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":64,
-                           "beta_fast":32,"beta_slow":1,"mscale":1.0,"mscale_all_dim":0.5},
-           "bos_token_id":256,"eos_token_id":256,"hidden_act":"silu"})",
        DType::F32, 0.2},
       {"phi-3-mini-4k", "Phi-3-mini-4k shapes (phi3, 32 layers, fused projections, sliding_window 2047)",
        R"({"architectures":["Phi3ForCausalLM"],"model_type":"phi3","hidden_size":3072,"intermediate_size":8192,
@@ -63,6 +48,60 @@ const std::vector<CheckpointPreset>& family_checkpoint_presets() {
            "bos_token_id":199999,"eos_token_id":[200020,199999],"pad_token_id":199999,"hidden_act":"silu",
            "attention_bias":false,"lm_head_bias":false,"mlp_bias":false,"torch_dtype":"bfloat16"})",
        DType::BF16, 0.02},
+  };
+}
+
+}  // namespace
+
+// Every layer attends through the window (Phi-3-mini-4k: 2047); build_program refuses a
+// max_context beyond it.
+FamilySpec phi3_family() {
+  return {
+      .model_type = "phi3",
+      .architectures = {"Phi3ForCausalLM"},
+      .window = WindowField::Read,
+      .sliding_layers = SlidingLayers::Refused,
+      .longrope_original_default = 4096,
+      .refusals = {{"attention_bias", Refusal::When::True, "for phi3"}, {"lm_head_bias", Refusal::When::True}},
+      .fused_projections = true,
+      .presets = phi3_presets(),
+  };
+}
+
+namespace {
+
+constexpr int64_t kBig = int64_t(1) << 31;
+
+// no_rope_layers[l] = 1: layer l uses rope; 0: it does not. Absent: every
+// no_rope_layer_interval-th layer goes without.
+void parse_smollm3(const ConfigReader& r, HfConfig& c) {
+  const int64_t layers = c.num_hidden_layers;
+  if (r.has("no_rope_layers")) {
+    const nlohmann::json& list = r.j["no_rope_layers"];
+    if (!list.is_array() || int64_t(list.size()) < layers)
+      fail(r.origin, ": config field 'no_rope_layers' must be a list of at least num_hidden_layers = ", layers,
+           " values");
+    for (int64_t l = 0; l < layers; ++l) {
+      const nlohmann::json& v = list[size_t(l)];
+      if (!v.is_number_integer() || (v.get<int64_t>() != 0 && v.get<int64_t>() != 1))
+        fail(r.origin, ": config field 'no_rope_layers' holds ", quote_json(v), " at layer ", l, ", not 0 or 1");
+      c.rope_layers.push_back(v.get<int64_t>() == 1);
+    }
+  } else {
+    const int64_t interval = r.integer("no_rope_layer_interval", 1, kBig, 4);
+    for (int64_t l = 0; l < layers; ++l) c.rope_layers.push_back((l + 1) % interval != 0);
+  }
+}
+
+std::vector<CheckpointPreset> smollm3_presets() {
+  return {
+      {"tiny-smollm3", "tiny smollm3: a layer without rope, tied (tests)",
+       R"({"architectures":["SmolLM3ForCausalLM"],"model_type":"smollm3","hidden_size":64,"intermediate_size":128,
+           "num_hidden_layers":4,"num_attention_heads":4,"num_key_value_heads":1,"vocab_size":272,
+           "max_position_embeddings":512,"rms_norm_eps":1e-6,"rope_theta":5000000.0,"tie_word_embeddings":true,
+           "no_rope_layers":[1,0,1,1],"no_rope_layer_interval":4,"use_sliding_window":false,"sliding_window":null,
+           "bos_token_id":null,"eos_token_id":258,"hidden_act":"silu","attention_bias":false,"mlp_bias":false})",
+       DType::F32, 0.2},
       {"smollm3-3b", "SmolLM3-3B shapes (smollm3, 36 layers, every 4th without rope, tied)",
        R"({"architectures":["SmolLM3ForCausalLM"],"model_type":"smollm3","hidden_size":2048,"intermediate_size":11008,
            "num_hidden_layers":36,"num_attention_heads":16,"num_key_value_heads":4,"vocab_size":128256,
@@ -73,6 +112,43 @@ const std::vector<CheckpointPreset>& family_checkpoint_presets() {
            "eos_token_id":128012,"pad_token_id":128004,"hidden_act":"silu","attention_bias":false,"mlp_bias":false,
            "torch_dtype":"bfloat16"})",
        DType::BF16, 0.02},
+  };
+}
+
+}  // namespace
+
+// The window applies to the layers without rope only; build_program refuses it whenever it is
+// shorter than max_context.
+FamilySpec smollm3_family() {
+  return {
+      .model_type = "smollm3",
+      .architectures = {"SmolLM3ForCausalLM"},
+      .window = WindowField::ReadWhenUsed,
+      .sliding_layers = SlidingLayers::Refused,
+      .parse = parse_smollm3,
+      .presets = smollm3_presets(),
+  };
+}
+
+namespace {
+
+void parse_granite(const ConfigReader& r, HfConfig& c) {
+  c.embedding_multiplier = r.number("embedding_multiplier", -1e6, 1e6, 1);
+  c.residual_multiplier = r.number("residual_multiplier", -1e6, 1e6, 1);
+  c.attention_multiplier = r.number("attention_multiplier", 1e-9, 1e6, 1);  // Granite's default is 1
+  c.logits_scaling = r.number("logits_scaling", 1e-9, 1e9, 1);
+}
+
+std::vector<CheckpointPreset> granite_presets() {
+  return {
+      {"tiny-granite", "tiny granite: embedding, residual, attention and logits multipliers (tests)",
+       R"({"architectures":["GraniteForCausalLM"],"model_type":"granite","hidden_size":64,"intermediate_size":128,
+           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
+           "max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":true,
+           "embedding_multiplier":12.0,"residual_multiplier":0.22,"attention_multiplier":0.0625,
+           "logits_scaling":2.0,"bos_token_id":256,"eos_token_id":256,"hidden_act":"silu",
+           "attention_bias":false,"mlp_bias":false})",
+       DType::F32, 0.2},
       {"granite-3.1-2b", "Granite-3.1-2B shapes (granite, 40 layers, multipliers, tied)",
        R"({"architectures":["GraniteForCausalLM"],"model_type":"granite","hidden_size":2048,"intermediate_size":8192,
            "num_hidden_layers":40,"num_attention_heads":32,"num_key_value_heads":8,"vocab_size":49155,
@@ -82,7 +158,17 @@ const std::vector<CheckpointPreset>& family_checkpoint_presets() {
            "attention_bias":false,"mlp_bias":false,"torch_dtype":"bfloat16"})",
        DType::BF16, 0.02},
   };
-  return presets;
+}
+
+}  // namespace
+
+FamilySpec granite_family() {
+  return {
+      .model_type = "granite",
+      .architectures = {"GraniteForCausalLM"},
+      .parse = parse_granite,
+      .presets = granite_presets(),
+  };
 }
 
 }  // namespace hfstatic
