@@ -17,10 +17,11 @@ namespace hfstatic::cli {
 namespace {
 
 int run_serve(const std::vector<std::string>& argv) {
-  Args args(argv,
-            {"-m|--model", "--host", "--port", "--slots", "--queue", "--api-key", "-t|--threads", "--alias",
-             "--max-body", kMaxBufferFlag, kLookupFlag, kDraftFlag, kDraftMaxFlag},
-            {"--no-prefix-reuse"});
+  Args args(
+      argv,
+      {"-m|--model", "--host", "--port", "--slots", "--queue", "--api-key", "-t|--threads", "--alias", "--max-body",
+       "--drain-timeout", "--log-format", "--token-interval", kMaxBufferFlag, kLookupFlag, kDraftFlag, kDraftMaxFlag},
+      {"--no-prefix-reuse"});
   args.expect_positional(0, "");
   server::ServerOptions options;
   options.host = args.get_or("--host", "127.0.0.1");
@@ -32,6 +33,13 @@ int run_serve(const std::vector<std::string>& argv) {
   options.max_body_bytes = size_t(args.get_int("--max-body", 1 << 20, 1024, int64_t(1) << 30));
   if (args.has("--api-key") && options.api_key.empty()) throw UsageError{"flag --api-key: the key is empty"};
   options.prefix_reuse = !args.has("--no-prefix-reuse");
+  options.token_interval = std::chrono::milliseconds(args.get_int("--token-interval", 0, 0, 10000));
+  const int64_t drain_timeout_s = args.get_int("--drain-timeout", 30, 0, 3600);
+  try {
+    options.log_format = server::parse_log_format(args.get_or("--log-format", "text"));
+  } catch (const Error& e) {
+    throw UsageError{std::string("flag ") + e.what()};
+  }
   options.runtime = runtime_options(args);
   const Speculation speculation = speculation_flags(args);
   options.lookup = speculation.lookup;
@@ -65,11 +73,17 @@ int run_serve(const std::vector<std::string>& argv) {
               server.options().threads == 1 ? "" : "s");
   std::fflush(stdout);
 
+  // A signal drains: /ready turns 503, new generation requests get 503, the ones in flight
+  // finish (for at most --drain-timeout seconds), then the server stops and the command exits 0.
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
     if (sig != SIGUSR2) {
-      std::fprintf(stderr, "hfstatic serve: stopping (signal %d)\n", sig);
+      std::fprintf(stderr, "hfstatic serve: draining (signal %d; %zu requests in flight, at most %llds)\n", sig,
+                   server.in_flight(), (long long)drain_timeout_s);
+      const bool drained = server.drain(std::chrono::seconds(drain_timeout_s));
+      std::fprintf(stderr, "hfstatic serve: stopping (%s)\n",
+                   drained ? "every request finished" : "the drain timed out; generations end at their next token");
       server.stop();
     }
   });
@@ -87,6 +101,9 @@ HFSTATIC_COMMAND(
     "[-m FILE] [--host 127.0.0.1] [--port 8080] [--slots N] [--queue N (default 2*slots)] [--api-key KEY]\n"
     "       [-t THREADS (per slot)] [--alias NAME] [--max-body BYTES (default 1 MiB)]\n"
     "       [--no-prefix-reuse (prefill every prompt from its first token)]\n"
+    "       [--drain-timeout S (on SIGTERM/SIGINT, wait S seconds for requests in flight; default 30)]\n"
+    "       [--log-format text|json|none (access log on stderr; default text)]\n"
+    "       [--token-interval MS (at least MS between two tokens of a request: pacing for demonstrations)]\n"
     "       [--max-buffer-mib N (caches and buffers per slot; default 4x the weights + 512)]\n"
     "       [--lookup K (prompt lookup drafts up to K tokens) | --draft FILE [--draft-max K (default 4)]]\n"
     "       (speculative decoding in every slot; a request's \"speculative\": false turns it off)",

@@ -15,6 +15,7 @@
 #include "server/http_server.h"
 #include "server/openai.h"
 #include "server/prefix_cache.h"
+#include "server/server_ops.h"
 #include "server/slot_pool.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -65,8 +66,31 @@ struct Reply {
   json usage(const Usage& usage) const { return usage_chunk(id, created, model, chat, usage); }
 };
 
+// What the access log and the metrics learn of a request on the thread that answers it (the
+// pre-routing handler, the route's handler, a stream's provider and the logger run on one
+// thread, in that order).
+struct RequestNote {
+  std::chrono::steady_clock::time_point start;
+  bool started = false;
+  long long prompt_tokens = -1, cached_tokens = -1, completion_tokens = -1;
+};
+thread_local RequestNote note;
+
+// Counts a generation request in flight while it lives.
+class InFlight {
+ public:
+  explicit InFlight(std::atomic<int>& n) : n_(&n) { n_->fetch_add(1); }
+  ~InFlight() { n_->fetch_sub(1); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  std::atomic<int>* n_;
+};
+
 // Everything a streamed response needs after the handler returns.
 struct StreamJob {
+  std::unique_ptr<InFlight> in_flight;
   SlotLease lease;
   Runner* runner = nullptr;
   CompletionRequest request;
@@ -89,6 +113,10 @@ struct Server::Impl {
   BoundedHttpServer http;
   std::atomic<bool> stopping{false};
   std::atomic<bool> serving{false};  // inside serve()
+  std::atomic<bool> draining{false};
+  std::atomic<int> in_flight{0};  // generation requests being answered
+  ServerMetrics metrics;
+  std::unique_ptr<AccessLog> access_log;
   std::atomic<uint64_t> next_id{0};
   uint64_t id_salt = std::random_device{}();
 
@@ -156,6 +184,7 @@ Server::Server(std::shared_ptr<const Program> program, ServerOptions options) : 
   s.limits.max_context = s.runners[0]->model().max_context;
   s.limits.has_chat_template = !s.tokenizer->chat_template().empty();
   s.pool = std::make_unique<SlotPool>(size_t(options.slots), size_t(options.queue));
+  s.access_log = std::make_unique<AccessLog>(options.log_format, options.log_out);
 #ifndef _WIN32
   std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error return, not a signal
 #endif
@@ -167,6 +196,21 @@ Server::~Server() { stop(); }
 const ServerOptions& Server::options() const { return impl_->options; }
 size_t Server::slots_busy() const { return impl_->pool->busy(); }
 size_t Server::queue_waiting() const { return impl_->pool->waiting(); }
+size_t Server::in_flight() const { return size_t(std::max(0, impl_->in_flight.load())); }
+std::string Server::metrics_text() const {
+  return impl_->metrics.text(impl_->pool->slots(), impl_->pool->busy(), impl_->pool->waiting());
+}
+
+bool Server::drain(std::chrono::milliseconds timeout) {
+  Impl& s = *impl_;
+  s.draining.store(true);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (s.in_flight.load() > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
 
 int Server::bind() {
   Impl& s = *impl_;
@@ -217,7 +261,22 @@ void Server::Impl::routes() {
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof yes);
   });
 
+  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    metrics.request(req.path, res.status);
+    if (access_log->enabled()) {
+      AccessEntry e{req.remote_addr, req.method, req.path, res.status};
+      if (note.started)
+        e.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - note.start).count();
+      e.prompt_tokens = note.prompt_tokens;
+      e.cached_tokens = note.cached_tokens;
+      e.completion_tokens = note.completion_tokens;
+      access_log->write(e);
+    }
+    note = RequestNote{};
+  });
+
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    note = RequestNote{std::chrono::steady_clock::now(), true};
     // Runs before the body is read. --max-body bounds the bytes on the wire only when they come
     // with a Content-Length and unencoded: a chunked body or a compressed one would be read or
     // expanded whole first, so neither is accepted.
@@ -233,7 +292,8 @@ void Server::Impl::routes() {
                                "", "unsupported_encoding"));
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    const bool open = req.path == "/health" || req.path == "/ready" || req.path == "/metrics";
+    if (options.api_key.empty() || open) return httplib::Server::HandlerResponse::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
     if (auth.compare(0, prefix.size(), prefix) == 0 && same_secret(auth.substr(prefix.size()), options.api_key))
@@ -276,13 +336,28 @@ void Server::Impl::routes() {
     send_error(res, ApiError(500, message, "", "internal_error", "server_error"));
   });
 
+  // Liveness: 200 while the process answers at all.
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200,
-              {{"status", stopping.load() ? "stopping" : "ok"},
+              {{"status", stopping.load()   ? "stopping"
+                          : draining.load() ? "draining"
+                                            : "ok"},
                {"slots", pool->slots()},
                {"slots_busy", pool->busy()},
                {"queue", pool->waiting()},
                {"queue_max", pool->max_queue()}});
+  });
+
+  // Readiness: 503 while draining (a load balancer stops sending), 200 otherwise.
+  http.Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
+    const bool ready = !draining.load() && !stopping.load();
+    send_json(res, ready ? 200 : 503, {{"status", ready ? "ready" : draining.load() ? "draining" : "stopping"}});
+  });
+
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_content(metrics.text(pool->slots(), pool->busy(), pool->waiting()),
+                    "text/plain; version=0.0.4; charset=utf-8");
   });
 
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
@@ -354,7 +429,10 @@ SlotLease Server::Impl::take_slot(std::span<const int64_t> prompt) {
 }
 
 void Server::Impl::generate(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
+  // Counted before draining is read: drain() sets draining, then waits for this count.
+  auto counted = std::make_unique<InFlight>(in_flight);
   try {
+    if (draining.load()) throw ApiError(503, "The server is shutting down", "", "server_shutting_down", "server_error");
     CompletionRequest r = parse_completion_request(req.body, endpoint, limits);
     std::vector<int64_t> prompt = prompt_tokens(r, endpoint);
     SlotLease lease = take_slot(prompt);
@@ -382,6 +460,7 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
       return;
     }
     auto job = std::make_shared<StreamJob>();
+    job->in_flight = std::move(counted);
     job->lease = std::move(lease);
     job->runner = &runner;
     job->request = std::move(r);
@@ -401,8 +480,14 @@ GenerationResult Server::Impl::run(size_t slot, std::span<const int64_t> prompt,
                                    const std::function<void(const std::string&)>& on_text) {
   Runner& runner = *runners[slot];
   try {
+    const auto t0 = std::chrono::steady_clock::now();
     GenerationResult g = runner.generate_tokens(prompt.subspan(cached), config, {}, on_text);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     histories[slot].update(runner, prompt);
+    metrics.generation(prompt.size(), cached, size_t(g.stats.generated_tokens), g.stats.ttft_ms / 1000, seconds);
+    note.prompt_tokens = (long long)prompt.size();
+    note.cached_tokens = (long long)cached;
+    note.completion_tokens = g.stats.generated_tokens;
     return g;
   } catch (...) {
     histories[slot].clear();

@@ -9,6 +9,7 @@
 
 #include "executor/runtime_options.h"
 #include "format/program.h"
+#include "server/server_ops.h"
 
 namespace hfstatic::server {
 
@@ -29,6 +30,9 @@ struct ServerOptions {
   // A request whose prompt starts with tokens a free slot's cache holds takes that slot and feeds
   // only the rest (src/server/prefix_cache.h); false: every request starts from position 0.
   bool prefix_reuse = true;
+  // Access log: a line per answered request (text or JSON) written to log_out.
+  LogFormat log_format = LogFormat::None;
+  std::FILE* log_out = stderr;
   RuntimeOptions runtime;  // how the slots' runners run the program
   // Speculative decoding in every slot, each with a drafter of its own: prompt lookup of up to
   // `lookup` tokens (0: off), or the draft program at `draft` (empty: none) proposing up to
@@ -53,10 +57,16 @@ class Server {
   void serve();
   // Thread-safe: stops accepting, ends running generations at their next token, wakes the queue.
   void stop();
+  // Thread-safe: /ready answers 503 from now on and new generation requests get 503; waits for
+  // the requests in flight (queued, generating, streaming) to finish, at most `timeout`. True
+  // when they all did. stop() is still the caller's to call.
+  bool drain(std::chrono::milliseconds timeout);
 
   const ServerOptions& options() const;
   size_t slots_busy() const;
   size_t queue_waiting() const;
+  size_t in_flight() const;  // generation requests being answered (queued ones included)
+  std::string metrics_text() const;
 
  private:
   struct Impl;

@@ -4,10 +4,44 @@
 usage: client_ops.py --port PORT CHECK [args...], as client.py, whose helpers and options these
 checks share.
 """
+import json
+import re
+import signal
+import subprocess
 import sys
+import tempfile
+import threading
+import time
 
 import client
-from client import CheckFailed, expect, request, stream
+from client import expect, request, stream
+
+SAMPLE = re.compile(r'([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*",?)*\})? '
+                    r'([-+]?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|Inf)|NaN)')
+
+
+def parse_metrics(text):
+    """A strict reading of the Prometheus text format: {family: type}, {sample key: value}."""
+    types, samples, family = {}, {}, None
+    expect(text.endswith("\n"), "the exposition does not end with a newline")
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            continue
+        m = re.fullmatch(r"# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram)", line)
+        if m:
+            expect(m.group(1) not in types, f"TYPE twice: {line}")
+            family = m.group(1)
+            types[family] = m.group(2)
+            continue
+        m = SAMPLE.fullmatch(line)
+        expect(m is not None, f"not a sample line: {line!r}")
+        name = m.group(1)
+        expect(name == family or (types.get(family) == "histogram" and name in (family + "_bucket", family + "_sum", family + "_count")),
+               f"{name} outside its family {family}")
+        key = line.rsplit(" ", 1)[0]
+        expect(key not in samples, f"sample twice: {key}")
+        samples[key] = float(m.group(3).replace("Inf", "inf"))
+    return types, samples
 
 
 def chat_turn(port, messages, max_tokens, **extra):
@@ -67,7 +101,124 @@ def c_prefix_reuse(a):
     return out
 
 
-CHECKS = {"prefix_reuse": c_prefix_reuse}
+def c_metrics(a):
+    """/metrics after a few requests parses and counts them."""
+    usages = [client.completion("Once upon a time", a.max_tokens)["usage"], client.chat("Hello", a.max_tokens)["usage"],
+              client.completion("Once upon a time, there", a.max_tokens)["usage"]]
+    status, _, _ = request("GET", "/nowhere")
+    expect(status == 404, f"/nowhere: {status}")
+    c = client.conn()
+    try:
+        c.request("GET", "/metrics")
+        r = c.getresponse()
+        text = r.read().decode("utf-8")
+        expect(r.status == 200 and r.getheader("Content-Type", "").startswith("text/plain; version=0.0.4"),
+               f"/metrics: {r.status} {r.getheader('Content-Type')}")
+    finally:
+        c.close()
+    types, samples = parse_metrics(text)
+    expect(types["hfstatic_http_requests_total"] == "counter", f"types {types}")
+    expect(types["hfstatic_time_to_first_token_seconds"] == "histogram", f"types {types}")
+    get = samples.get
+    expect(get('hfstatic_http_requests_total{route="/v1/completions",status="200"}') == 2, text)
+    expect(get('hfstatic_http_requests_total{route="/v1/chat/completions",status="200"}') == 1, text)
+    expect(get('hfstatic_http_requests_total{route="other",status="404"}') == 1, text)
+    expect(get("hfstatic_prompt_tokens_total") == sum(u["prompt_tokens"] for u in usages), text)
+    expect(get("hfstatic_generated_tokens_total") == sum(u["completion_tokens"] for u in usages), text)
+    cached = sum(u["prompt_tokens_details"]["cached_tokens"] for u in usages)
+    expect(get("hfstatic_prompt_tokens_cached_total") == cached and cached > 0, text)
+    expect(get("hfstatic_prefix_reuse_hits_total") >= 1, text)
+    expect(get("hfstatic_slots") == a.requests and get("hfstatic_slots_busy") == 0 and get("hfstatic_queue_length") == 0, text)
+    buckets = [(k, v) for k, v in samples.items() if k.startswith("hfstatic_time_to_first_token_seconds_bucket")]
+    values = [v for _, v in buckets]
+    expect(values == sorted(values) and buckets[-1][0].endswith('le="+Inf"}'), f"buckets {buckets}")
+    expect(values[-1] == get("hfstatic_time_to_first_token_seconds_count") == 3, f"buckets {buckets}")
+    return {"families": len(types), "samples": len(samples)}
+
+
+def start_serve(a, *flags):
+    """`hfstatic serve` on a free port; returns (process, port, stderr file)."""
+    err = tempfile.TemporaryFile("w+")
+    p = subprocess.Popen([a.cli, "serve", "-m", a.model, "--port", "0", "-t", "1", *flags],
+                         stdout=subprocess.PIPE, stderr=err, text=True)
+    line = p.stdout.readline()
+    m = re.search(r"http://[^:]+:(\d+)", line)
+    expect(m is not None, f"no port in {line!r}")
+    return p, int(m.group(1)), err
+
+
+def c_drain(a):
+    """SIGTERM drains: /ready turns 503 and new requests get 503 at once, the requests in flight
+    (generating, queued, streaming) finish whole, and the command exits 0; JSON access log lines."""
+    p, port, err = start_serve(a, "--slots", "1", "--queue", "4", "--token-interval", "15", "--log-format", "json",
+                               "--drain-timeout", "30")
+    client.ARGS.port = port
+    out = {}
+    try:
+        status, _, ready = request("GET", "/ready")
+        expect(status == 200 and ready["status"] == "ready", f"/ready before: {status} {ready}")
+        results = {}
+
+        def whole(i):
+            results[i] = request("POST", "/v1/completions", {"prompt": f"Request {i}", "max_tokens": 30,
+                                                             "temperature": 0, "ignore_eos": True})
+
+        def streamed():
+            results["stream"] = stream("/v1/completions", {"prompt": "Streamed", "max_tokens": 30, "temperature": 0,
+                                                           "ignore_eos": True, "stream_options": {"include_usage": True}})
+        threads = [threading.Thread(target=whole, args=(i,)) for i in range(2)] + [threading.Thread(target=streamed)]
+        for t in threads:
+            t.start()
+        client.wait_for(lambda: client.health()["slots_busy"] == 1 and client.health()["queue"] == 2, 10, "3 in flight")
+        p.send_signal(signal.SIGTERM)
+        t0 = time.time()
+        client.wait_for(lambda: request("GET", "/ready")[0] == 503, 5, "/ready 503")
+        status, _, body = request("POST", "/v1/completions", {"prompt": "late", "max_tokens": 2})
+        expect(status == 503 and body["error"]["code"] == "server_shutting_down", f"late request: {status} {body}")
+        out["refused_in_s"] = time.time() - t0
+        for t in threads:
+            t.join(60)
+        for i in range(2):
+            status, _, body = results[i]
+            expect(status == 200 and body["usage"]["completion_tokens"] == 30, f"request {i}: {status} {body}")
+        text, finish, usage, _ = results["stream"]
+        expect(finish == "length" and usage["completion_tokens"] == 30, f"stream: {finish} {usage}")
+        code = p.wait(30)
+        expect(code == 0, f"exit {code}")
+        out["exit"] = code
+        out["drain_s"] = time.time() - t0
+        err.seek(0)
+        lines = [json.loads(l) for l in err.read().splitlines() if l.startswith("{")]
+        gens = [l for l in lines if l["path"] == "/v1/completions" and l["status"] == 200]
+        expect(len(gens) == 3 and all(l["completion_tokens"] == 30 and l["ms"] > 0 and l["method"] == "POST" for l in gens),
+               f"access log: {lines}")
+        expect(any(l["status"] == 503 for l in lines), f"no 503 in the access log: {lines}")
+        out["log_lines"] = len(lines)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    # A drain that outlasts --drain-timeout ends the generation and still exits 0.
+    p, port, err = start_serve(a, "--token-interval", "20", "--drain-timeout", "1", "--log-format", "none")
+    client.ARGS.port = port
+    try:
+        t = threading.Thread(target=lambda: request("POST", "/v1/completions", {"prompt": "long", "max_tokens": 200,
+                                                                               "ignore_eos": True}))
+        t.start()
+        client.wait_for(lambda: client.health()["slots_busy"] == 1, 10, "a generation")
+        t0 = time.time()
+        p.send_signal(signal.SIGTERM)
+        code = p.wait(20)
+        out["bounded_exit"], out["bounded_s"] = code, time.time() - t0
+        t.join(10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return out
+
+
+CHECKS = {"prefix_reuse": c_prefix_reuse, "metrics": c_metrics, "drain": c_drain}
 
 if __name__ == "__main__":
     client.CHECKS.update(CHECKS)

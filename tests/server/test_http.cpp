@@ -309,6 +309,30 @@ TEST(ServerHttp, PrefixReuseAnswersAsAColdServer) {
   EXPECT_GT(r.result["stream_cached"].get<int>(), 0);
 }
 
+// GET /metrics parses as the Prometheus text format and counts the requests made before it.
+TEST(ServerHttp, MetricsParseAndCount) {
+  ServerOptions o;
+  o.slots = 2;
+  o.api_key = "k";  // /metrics, /health and /ready need no key
+  RunningServer s(o);
+  auto r = client("metrics", s.port(), {"--requests", "2", "--api-key", "k"}, 120, HFSTATIC_SERVER_OPS_CLIENT);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_GT(r.result["samples"].get<int>(), 30);
+  EXPECT_NE(s.server().metrics_text().find("hfstatic_generations_total 3\n"), std::string::npos);
+}
+
+// SIGTERM to `hfstatic serve`: /ready 503 and new requests refused at once, every request in
+// flight answered whole, exit 0; a drain past --drain-timeout still exits 0, bounded.
+TEST(ServerHttp, SigtermDrainsWithoutLosingRequests) {
+  auto r = client("drain", 0, {"--cli", HFSTATIC_CLI, "--model", program_path()}, 120, HFSTATIC_SERVER_OPS_CLIENT);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["exit"], 0);
+  EXPECT_LT(r.result["refused_in_s"].get<double>(), 1.0);
+  EXPECT_GE(r.result["log_lines"].get<int>(), 5);
+  EXPECT_EQ(r.result["bounded_exit"], 0);
+  EXPECT_LT(r.result["bounded_s"].get<double>(), 3.0);  // 200 tokens at 20 ms would take 4 s
+}
+
 TEST(ServerHttp, BindFailureIsAnError) {
   RunningServer a(ServerOptions{});
   ServerOptions o;
