@@ -16,11 +16,12 @@ inline std::vector<int> thread_list(const std::string& v) {
   return threads;
 }
 
-// "scalar", "avx2" or "avx512": the best ISA this CPU runs at or below it.
+// An ISA by name (kernels::isa_name; any other: the highest): the best ISA this CPU runs at or
+// below it.
 inline kernels::Isa isa_cap(const std::string& v) {
-  return kernels::best_isa(v == "scalar" ? kernels::Isa::Scalar
-                           : v == "avx2" ? kernels::Isa::Avx2
-                                         : kernels::Isa::Avx512);
+  for (kernels::Isa isa : kernels::kIsas)
+    if (v == kernels::isa_name(isa)) return kernels::best_isa(isa);
+  return kernels::best_isa();
 }
 
 }  // namespace hfstatic::bench_args

@@ -471,8 +471,9 @@ void bind_runner(py::module_& m) {
            py::arg("max_buffer_mib") = py::none(),
            "Loads and validates the program at `path` (None: the default program linked into the module) with\n"
            "`threads` compute threads (None: every hardware thread). Raises FormatError or ContractError.\n"
-           "Runtime options (None: the environment's setting, as for the hfstatic tool): isa 'scalar', 'avx2'\n"
-           "or 'avx512' caps the kernels' ISA (HFSTATIC_ISA); active_rows, fold_ops, huge_pages and\n"
+           "Runtime options (None: the environment's setting, as for the hfstatic tool): isa 'scalar', 'avx2',\n"
+           "'avx2-vnni', 'avx512' or 'avx512-vnni' caps the kernels' ISA (HFSTATIC_ISA); active_rows, fold_ops, "
+           "huge_pages and\n"
            "idle_prefetch switch the optimisations of HFSTATIC_ACTIVE_ROWS, HFSTATIC_FOLD, HFSTATIC_HUGE_PAGES\n"
            "and HFSTATIC_IDLE_PREFETCH; max_buffer_mib bounds the caches, masks and arenas a program may ask\n"
            "for (default 4x its weights + 512 MiB).")

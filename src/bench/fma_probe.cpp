@@ -30,8 +30,10 @@ double fma_probe(kernels::Isa isa, int64_t iters) {
   switch (isa) {
     case kernels::Isa::Scalar: break;
 #ifdef HFSTATIC_X86_SIMD
-    case kernels::Isa::Avx2: return avx2::fma_probe(iters);
-    case kernels::Isa::Avx512: return avx512::fma_probe(iters);
+    case kernels::Isa::Avx2:
+    case kernels::Isa::Avx2Vnni: return avx2::fma_probe(iters);
+    case kernels::Isa::Avx512:
+    case kernels::Isa::Avx512Vnni: return avx512::fma_probe(iters);
 #else
     default: break;
 #endif

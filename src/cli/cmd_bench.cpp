@@ -128,8 +128,8 @@ HFSTATIC_COMMAND("bench", "measure prefill/decode throughput against the machine
                  "  pp: the prompt fed from an empty cache (ttft: its time); tg: -n decode steps after the prompt.\n"
                  "  --lookup K: greedy -n tokens with prompt lookup of up to K drafts against plain decoding,\n"
                  "  and with drafts that are the greedy continuation (k = 1, 2, 4, 8).\n"
-                 "  HFSTATIC_ISA=scalar|avx2|avx512 caps the kernel variant; HFSTATIC_HUGE_PAGES=0 maps the\n"
-                 "  weights (and the bandwidth buffer) without huge pages.",
+                 "  HFSTATIC_ISA=scalar|avx2|avx2-vnni|avx512|avx512-vnni caps the kernel ISA;\n"
+                 "  HFSTATIC_HUGE_PAGES=0 maps the weights (and the bandwidth buffer) without huge pages.",
                  run_bench_command);
 
 }  // namespace hfstatic::cli

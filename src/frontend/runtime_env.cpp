@@ -9,9 +9,8 @@
 namespace hfstatic::frontend {
 
 std::optional<kernels::Isa> isa_from_name(std::string_view name) {
-  if (name == "scalar") return kernels::Isa::Scalar;
-  if (name == "avx2") return kernels::Isa::Avx2;
-  if (name == "avx512") return kernels::Isa::Avx512;
+  for (kernels::Isa isa : kernels::kIsas)
+    if (name == kernels::isa_name(isa)) return isa;
   return std::nullopt;
 }
 

@@ -37,4 +37,7 @@ struct LinearFusion {
   bool gelu_tanh = false;  // with up: gelu_tanh_mul(x, up) in place of silu_mul
 };
 
+// Which op a linear group folds in, for planning (before the operands' addresses are known).
+enum class FoldedOp : uint8_t { None, Norm, Gate };
+
 }  // namespace hfstatic::kernels

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/isa.h"
@@ -205,6 +207,19 @@ std::vector<PrefetchRange> linear_group_first_reads(int64_t, int64_t, const Line
   return {};
 }
 
+// The scalar kernels keep their buffers in local vectors.
+KernelPlan plan_linear(bool, int64_t, int64_t, const LinearOutput* outputs, int count, FoldedOp) {
+  bool quantized = false;
+  for (int i = 0; i < count; ++i) quantized |= quant::is_quantized(outputs[i].w_type);
+  return {quantized ? "scalar dequantize-dot" : "scalar dot", {}};
+}
+
+KernelPlan plan_attention(bool, int64_t, int64_t, int64_t, int64_t, DType, int64_t) {
+  return {"scalar one head at a time", {}};
+}
+
+KernelPlan plan_rms_norm(int64_t) { return {"scalar", {}}; }
+
 // One implementation whatever the rows: each variant is the same function.
 const KernelTable table = {.load_row = load_row,
                            .store_row = store_row,
@@ -218,6 +233,9 @@ const KernelTable table = {.load_row = load_row,
                            .attention = attention,
                            .attention_few_rows = attention,
                            .attention_many_rows = attention,
+                           .plan_linear = plan_linear,
+                           .plan_attention = plan_attention,
+                           .plan_rms_norm = plan_rms_norm,
                            .silu_mul = silu_mul,
                            .add = add,
                            .gelu_tanh_mul = gelu_tanh_mul};
@@ -226,10 +244,10 @@ const KernelTable table = {.load_row = load_row,
 
 #ifdef HFSTATIC_X86_SIMD  // set by CMakeLists.txt when simd_*.cpp are built
 namespace avx2 {
-extern const KernelTable table;
+extern const KernelTable table, vnni_table;
 }
 namespace avx512 {
-extern const KernelTable table;
+extern const KernelTable table, vnni_table;
 }
 #endif
 
@@ -237,16 +255,49 @@ extern const KernelTable table;
 
 namespace {
 
+#ifdef HFSTATIC_X86_SIMD
+// The CPU features the levels need, by the names __builtin_cpu_supports takes (literals only).
+struct CpuFeature {
+  const char* name;
+  bool (*present)();
+};
+#define HFSTATIC_CPU_FEATURE(f)                         \
+  {                                                     \
+#f, [] { return bool(__builtin_cpu_supports(#f)); } \
+  }
+constexpr CpuFeature kCpuFeatures[] = {
+    HFSTATIC_CPU_FEATURE(avx2),     HFSTATIC_CPU_FEATURE(fma),      HFSTATIC_CPU_FEATURE(f16c),
+    HFSTATIC_CPU_FEATURE(avxvnni),  HFSTATIC_CPU_FEATURE(avx512f),  HFSTATIC_CPU_FEATURE(avx512bw),
+    HFSTATIC_CPU_FEATURE(avx512dq), HFSTATIC_CPU_FEATURE(avx512vl), HFSTATIC_CPU_FEATURE(avx512vnni)};
+#undef HFSTATIC_CPU_FEATURE
+
+bool cpu_feature(std::string_view name) {
+  __builtin_cpu_init();
+  for (const CpuFeature& f : kCpuFeatures)
+    if (name == f.name) return f.present();
+  return false;
+}
+
+// The features each level adds to the one below it (Avx2Vnni and Avx512 both add to Avx2).
+constexpr const char* kAvx2Features[] = {"avx2", "fma", "f16c"};
+constexpr const char* kAvx512Features[] = {"avx512f", "avx512bw", "avx512dq", "avx512vl"};
+
+template <size_t N>
+bool cpu_has_all(const char* const (&features)[N]) {
+  for (const char* f : features)
+    if (!cpu_feature(f)) return false;
+  return true;
+}
+#endif
+
 bool cpu_has(Isa isa) {
 #ifdef HFSTATIC_X86_SIMD
-  __builtin_cpu_init();
   switch (isa) {
     case Isa::Scalar: return true;
-    case Isa::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    case Isa::Avx512:
-      return cpu_has(Isa::Avx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    case Isa::Avx2: return cpu_has_all(kAvx2Features);
+    case Isa::Avx2Vnni: return cpu_has(Isa::Avx2) && cpu_feature("avxvnni");
+    case Isa::Avx512: return cpu_has(Isa::Avx2) && cpu_has_all(kAvx512Features);
+    case Isa::Avx512Vnni: return cpu_has(Isa::Avx512) && cpu_feature("avx512vnni");
   }
   return false;
 #else
@@ -260,13 +311,30 @@ const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::Scalar: return "scalar";
     case Isa::Avx2: return "avx2";
+    case Isa::Avx2Vnni: return "avx2-vnni";
     case Isa::Avx512: return "avx512";
+    case Isa::Avx512Vnni: return "avx512-vnni";
   }
   return "?";
 }
 
+const char* isa_cpu_features() {
+  static const std::string features = [] {
+    std::string out;
+#ifdef HFSTATIC_X86_SIMD
+    __builtin_cpu_init();
+    for (const CpuFeature& f : kCpuFeatures)
+      if (f.present()) out += out.empty() ? std::string(f.name) : std::string(" ") + f.name;
+#endif
+    return out;
+  }();
+  return features.c_str();
+}
+
 bool isa_supported(Isa isa) {
-  static const bool supported[3] = {true, cpu_has(Isa::Avx2), cpu_has(Isa::Avx512)};
+  static const bool supported[] = {cpu_has(Isa::Scalar), cpu_has(Isa::Avx2), cpu_has(Isa::Avx2Vnni),
+                                   cpu_has(Isa::Avx512), cpu_has(Isa::Avx512Vnni)};
+  static_assert(std::size(supported) == std::size(kIsas));
   return supported[int(isa)];
 }
 
@@ -282,7 +350,9 @@ const KernelTable* kernel_table(Isa isa) {
     case Isa::Scalar: return &scalar::table;
 #ifdef HFSTATIC_X86_SIMD
     case Isa::Avx2: return &avx2::table;
+    case Isa::Avx2Vnni: return &avx2::vnni_table;
     case Isa::Avx512: return &avx512::table;
+    case Isa::Avx512Vnni: return &avx512::vnni_table;
 #else
     default: return nullptr;
 #endif
@@ -292,8 +362,9 @@ const KernelTable* kernel_table(Isa isa) {
 
 KernelTable KernelTable::for_rows(int64_t rows) const {
   KernelTable t = *this;
-  t.linear_group = rows >= detail::kMatvecMaxRows ? linear_many_rows : linear_few_rows;
-  t.attention = rows >= detail::kAttentionManyRows ? attention_many_rows : attention_few_rows;
+  t.fixed_rows = rows;
+  t.linear_group = rows >= kManyRows ? linear_many_rows : linear_few_rows;
+  t.attention = rows >= kManyRows ? attention_many_rows : attention_few_rows;
   return t;
 }
 
@@ -330,23 +401,6 @@ int64_t float_prefetch_ahead() {
 #else
   return kPrefetchAhead;
 #endif
-}
-
-float* scratch(int slot, size_t floats) {
-  struct Slot {
-    std::unique_ptr<float[], void (*)(float*)> data{nullptr, [](float* p) { std::free(p); }};
-    size_t capacity = 0;
-  };
-  thread_local Slot slots[10];
-  Slot& s = slots[slot];
-  if (s.capacity < floats) {
-    size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
-    float* p = static_cast<float*>(std::aligned_alloc(64, bytes));
-    if (!p) throw std::bad_alloc();
-    s.data.reset(p);
-    s.capacity = floats;
-  }
-  return s.data.get();
 }
 
 const float* RopeTable::cos(const int64_t* positions, int64_t rows, const float* inv_freq, int64_t half, float factor) {

@@ -9,9 +9,15 @@
 
 #include "kernels/kernel_types.h"
 #include "kernels/parallel.h"
+#include "kernels/scratch.h"
 #include "util/dtype.h"
 
 namespace hfstatic::kernels {
+
+// Linear products and attention of this many rows or more run their many-rows variant (the
+// blocked multiply, blocks of query rows); fewer, their few-rows one (matrix-vector products,
+// slices of each row's slots).
+constexpr int64_t kManyRows = 4;
 
 // One implementation of every kernel.
 struct KernelTable {
@@ -63,6 +69,16 @@ struct KernelTable {
   void (*attention_many_rows)(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
                               const void* k_cache, const void* v_cache, DType cache_type, int64_t max_context,
                               const float* mask, float scale, float* out);
+  // What linear_group runs for these arguments (the many-rows variant or the few-rows one) and
+  // the scratch it takes; `outputs` need only their weights (y may be null).
+  KernelPlan (*plan_linear)(bool many_rows, int64_t rows, int64_t in, const LinearOutput* outputs, int count,
+                            FoldedOp folded);
+  // What attention runs for these arguments and the scratch it takes, at most max_context slots
+  // visible to each row.
+  KernelPlan (*plan_attention)(bool many_rows, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                               DType cache_type, int64_t max_context);
+  // The scratch of rms_norm over rows of n values.
+  KernelPlan (*plan_rms_norm)(int64_t n);
   // out = silu(gate) * up
   void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
   void (*add)(const float* a, const float* b, int64_t n, float* out);
@@ -70,10 +86,16 @@ struct KernelTable {
   // z = sqrt(2 / pi) (gate + 0.044715 gate^3)
   void (*gelu_tanh_mul)(const float* gate, const float* up, int64_t n, float* out);
 
+  // The rows whose variants linear_group and attention run whatever rows they are given (0:
+  // by the rows given); set by for_rows.
+  int64_t fixed_rows = 0;
+
   // This table with linear_group and attention fixed to the variants `rows` rows take: a
   // method planned for T rows that runs on its first n (active rows) computes each of them
   // exactly as the run of all T would.
   KernelTable for_rows(int64_t rows) const;
+  // Whether linear_group and attention run their many-rows variant when given `rows` rows.
+  bool many_rows(int64_t rows) const { return (fixed_rows > 0 ? fixed_rows : rows) >= kManyRows; }
 
   // y[rows, out] = x[rows, in] * w[out, in]^T (+ bias[out]): a group of one.
   void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_type, int64_t out, const void* bias,

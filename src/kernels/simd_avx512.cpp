@@ -119,12 +119,7 @@ __attribute__((always_inline)) inline void transpose(__m512 (&r)[16]) {
 
 }  // namespace
 
-// The quantized matrix-vector product, with the VNNI dot instruction where the CPU has it.
-bool quant_has_vnni() {
-  static const bool has = __builtin_cpu_supports("avx512vnni");
-  return has;
-}
-
+// The quantized matrix-vector product, plain and with the VNNI dot instruction.
 namespace quant_plain {
 #include "kernels/simd_quant_dot.inc"
 }  // namespace quant_plain

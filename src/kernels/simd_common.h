@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/kernels.h"
@@ -19,9 +20,9 @@ namespace hfstatic::kernels::detail {
 
 // The SIMD linear kernels multiply fewer rows than this as matrix-vector products, splitting
 // the output features over the threads in grains of kMatvecGrain.
-constexpr int64_t kMatvecMaxRows = 4;
+constexpr int64_t kMatvecMaxRows = kManyRows;
 // Attention of this many rows or more goes by blocks of query rows (prefill).
-constexpr int64_t kAttentionManyRows = 4;
+constexpr int64_t kAttentionManyRows = kManyRows;
 constexpr int64_t kMatvecGrain = 64;
 
 // A group's items laid end to end: the range a parallel_for over the whole group covers.
@@ -76,10 +77,6 @@ struct QuantRows {
 // of a matrix-vector group's output features.
 std::vector<PrefetchRange> matvec_first_reads(int64_t rows, int64_t in, const LinearOutput* outputs, int count,
                                               int threads, size_t bytes);
-
-// A per-thread, 64-byte aligned scratch buffer that only grows. slot separates buffers that a
-// kernel needs at the same time.
-float* scratch(int slot, size_t floats);
 
 inline float scalar_at(const void* p, DType t, int64_t i) {
   switch (t) {

@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "kernels/parallel.h"
+#include "kernels/scratch.h"
 #include "util/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -100,6 +101,7 @@ void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t,
     return;
   }
   job_ = &fn;
+  job_workspace_ = kernels::detail::installed_workspace();
   job_n_ = n;
   job_grain_ = grain;
   const int64_t blocks = n / grain;  // the last block takes the remainder
@@ -188,7 +190,10 @@ void ThreadPool::worker_loop(int slot) {
     }
     seen = g;
     if (stopping_.load(std::memory_order_acquire)) return;
-    run_chunks(slot);
+    {
+      const kernels::detail::WorkerScratch scratch(job_workspace_, slot);
+      run_chunks(slot);
+    }
     const PrefetchRange idle = idle_[size_t(slot)];  // the next job may overwrite it once we are done
     pending_.fetch_sub(1, std::memory_order_acq_rel);
     prefetch_while(idle, [&] { return generation_.load(std::memory_order_relaxed) == seen; });

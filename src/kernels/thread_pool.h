@@ -17,6 +17,10 @@
 
 namespace hfstatic {
 
+namespace kernels {
+class Workspace;  // scratch.h
+}
+
 class ThreadPool {
  public:
   // More would only add overhead on any machine this runs on, and each costs a stack.
@@ -58,6 +62,7 @@ class ThreadPool {
   std::mutex mutex_;      // pairs sleeping workers with the wake-up
   std::condition_variable start_cv_;
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  kernels::Workspace* job_workspace_ = nullptr;  // the caller's: each thread uses its slot
   int64_t job_n_ = 0;
   int64_t job_grain_ = 1;
   int64_t job_blocks_ = 0;

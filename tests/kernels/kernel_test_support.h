@@ -17,10 +17,11 @@
 
 namespace hfstatic::kernels::test {
 
+// Every SIMD level this CPU runs (the -vnni ones where it has the dot instruction).
 inline std::vector<Isa> simd_isas() {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::Avx2, Isa::Avx512})
-    if (isa_supported(isa)) out.push_back(isa);
+  for (Isa isa : kIsas)
+    if (isa != Isa::Scalar && isa_supported(isa)) out.push_back(isa);
   return out;
 }
 

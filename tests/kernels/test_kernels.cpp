@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,9 +36,9 @@ TEST(Kernels, TheBestIsaUnderACapIsSupported) {
   EXPECT_TRUE(isa_supported(Isa::Scalar));
   EXPECT_TRUE(isa_supported(best_isa()));
   EXPECT_NE(kernel_table(Isa::Scalar), nullptr);
-  for (Isa isa : {Isa::Avx2, Isa::Avx512}) EXPECT_EQ(kernel_table(isa) != nullptr, isa_supported(isa));
+  for (Isa isa : kIsas) EXPECT_EQ(kernel_table(isa) != nullptr, isa_supported(isa));
   EXPECT_EQ(best_isa(Isa::Scalar), Isa::Scalar);
-  for (Isa cap : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+  for (Isa cap : kIsas) {
     const Isa isa = best_isa(cap);
     EXPECT_LE(int(isa), int(cap));
     EXPECT_TRUE(isa_supported(isa));
@@ -45,7 +46,19 @@ TEST(Kernels, TheBestIsaUnderACapIsSupported) {
       EXPECT_EQ(isa, cap);
     }
   }
-  EXPECT_EQ(best_isa(Isa::Avx512), best_isa());
+  EXPECT_EQ(best_isa(Isa::Avx512Vnni), best_isa());
+}
+
+// The -vnni levels need the CPU's dot instruction on top of their SIMD level; names round-trip.
+TEST(Kernels, VnniLevelsFollowTheCpuFeatures) {
+  const std::string features = std::string(" ") + isa_cpu_features() + " ";
+  auto has = [&](const char* f) { return features.find(std::string(" ") + f + " ") != std::string::npos; };
+  EXPECT_EQ(isa_supported(Isa::Avx2Vnni), isa_supported(Isa::Avx2) && has("avxvnni"));
+  EXPECT_EQ(isa_supported(Isa::Avx512Vnni), isa_supported(Isa::Avx512) && has("avx512vnni"));
+  EXPECT_EQ(isa_supported(Isa::Avx2), has("avx2") && has("fma") && has("f16c"));
+  std::set<std::string> names;
+  for (Isa isa : kIsas) names.insert(isa_name(isa));
+  EXPECT_EQ(names, (std::set<std::string>{"scalar", "avx2", "avx2-vnni", "avx512", "avx512-vnni"}));
 }
 
 TEST(Kernels, LoadAndStoreRowsAreExact) {
