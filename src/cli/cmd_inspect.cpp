@@ -1,4 +1,5 @@
-// hfstatic inspect: metadata, methods, signatures and sizes of a program file.
+// hfstatic inspect: metadata, methods, signatures and sizes of a program file; with --plan, the
+// kernel variant and scratch of each step of each method on this host.
 #include <cstdio>
 #include <map>
 
@@ -61,8 +62,31 @@ void print_weights(const Program& program) {
   std::printf("weights: %zu tensors, %s (%s)\n", count, human_bytes(program.weight_bytes()).c_str(), by_dtype.c_str());
 }
 
+// Each step of a loaded method: its nodes, ops, the kernel variant of the method's rows and of
+// few rows (where they differ), and its scratch; then the scratch a run reserves.
+void print_plan(const Method& method) {
+  std::printf("  kernels %s (cpu: %s), token axis %lld rows\n", kernels::isa_name(method.isa()),
+              *kernels::isa_cpu_features() ? kernels::isa_cpu_features() : "no SIMD features",
+              (long long)method.rows());
+  const auto& plans = method.step_plans();
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const Method::StepPlan& p = plans[i];
+    const std::string nodes =
+        p.nodes == 1 ? cat("node ", p.first_node) : cat("nodes ", p.first_node, "-", p.first_node + p.nodes - 1);
+    std::string variant = p.variant.empty() ? "-" : p.variant;
+    if (p.few_rows != p.variant) variant += cat(" | few rows: ", p.few_rows);
+    std::printf("  step %4zu %-13s %-26s %s%s\n", i, nodes.c_str(), p.ops.c_str(), variant.c_str(),
+                p.sliceable ? " (wanted rows only)" : "");
+    if (p.scratch.bytes(1) > 0) std::printf("            scratch: %s bytes\n", p.scratch.describe().c_str());
+  }
+  const kernels::ScratchNeed& need = method.scratch();
+  std::printf("  scratch a run reserves: %s on the calling thread, %s on each other thread (%s)\n",
+              human_bytes(need.bytes(1)).c_str(), human_bytes(need.bytes(2) - need.bytes(1)).c_str(),
+              need.describe().c_str());
+}
+
 int run_inspect(const std::vector<std::string>& argv) {
-  Args args(argv, {}, {});
+  Args args(argv, {}, {"--plan"});
   args.expect_positional(1, "FILE (a program file)");
   const RuntimeOptions runtime = runtime_options_from_env();
   auto program = Program::load(args.positional()[0], runtime.huge_pages ? PagePolicy::HugePages : PagePolicy::Plain);
@@ -78,8 +102,10 @@ int run_inspect(const std::vector<std::string>& argv) {
                   human_bytes(t.size).c_str());
   for (const auto& m : program->spec().methods) {
     std::string arena = "invalid graph";
+    std::shared_ptr<const Method> method;
     try {
-      arena = human_bytes(Method::load(program, m.name, runtime)->arena_bytes());
+      method = Method::load(program, m.name, runtime);
+      arena = human_bytes(method->arena_bytes());
     } catch (const std::exception& e) {
       arena = std::string("invalid graph: ") + e.what();
     }
@@ -95,12 +121,16 @@ int run_inspect(const std::vector<std::string>& argv) {
                   output_memory_name(m.outputs[i].memory),
                   m.outputs[i].memory == OutputMemory::Alias ? ("-> " + m.outputs[i].value).c_str() : "");
     }
+    if (method && args.has("--plan")) print_plan(*method);
   }
   return kExitOk;
 }
 
 }  // namespace
 
-HFSTATIC_COMMAND("inspect", "print a program's metadata, methods, signatures and sizes", "FILE", run_inspect);
+HFSTATIC_COMMAND("inspect",
+                 "print a program's metadata, methods, signatures and sizes; --plan: each step's kernel "
+                 "variant and scratch on this host (HFSTATIC_ISA caps the ISA)",
+                 "[--plan] FILE", run_inspect);
 
 }  // namespace hfstatic::cli

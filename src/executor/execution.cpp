@@ -55,10 +55,8 @@ void Execution::set_active_rows(int64_t n) {
 
 void Execution::set_kernel_rows(int64_t rows) {
   if (rows < 0) fail("method '", method_->name(), "': kernel rows ", rows, " is negative");
-  if (rows == 0)
-    kernel_rows_.reset();
-  else
-    kernel_rows_ = method_->kernels_->for_rows(rows);
+  const Method& m = *method_;
+  kernel_rows_ = rows == 0 ? nullptr : rows < kernels::kManyRows ? &m.few_rows_kernels_ : &m.many_rows_kernels_;
 }
 
 void* Execution::output_data(size_t i) const {
@@ -162,7 +160,13 @@ Status Execution::run(ThreadPool* pool) {
                                m.spec().outputs[i].name,
                                "' is unplanned and has no bound buffer; bind one before running"));
   ScopedThreadPool scoped(pool);
-  const int threads = pool && m.idle_prefetch_ ? pool->threads() : 1;
+  const int pool_threads = pool ? pool->threads() : 1;
+  if (workspace_threads_ != pool_threads) {
+    workspace_.reserve(m.scratch_, pool_threads);
+    workspace_threads_ = pool_threads;
+  }
+  kernels::ScopedWorkspace scratch(&workspace_);
+  const int threads = m.idle_prefetch_ ? pool_threads : 1;
   if (threads > 1 && idle_plans_threads_ != threads) plan_idle_prefetch(threads);
   if (!operands_valid_) bind_operands();
   std::vector<std::vector<Tensor>> cut_ins, cut_outs;  // a step's operands cut to the wanted rows
@@ -182,7 +186,7 @@ Status Execution::run(ThreadPool* pool) {
       std::tie(begin, end) = output_rows_[step.sliceable_output];
       k = m.kernels_;
     }
-    if (kernel_rows_) k = &*kernel_rows_;
+    if (kernel_rows_) k = kernel_rows_;
     if (step.has_rows && end >= 0) {
       cut_ins = *ins;
       cut_outs = *outs;

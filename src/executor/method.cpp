@@ -22,7 +22,7 @@ std::shared_ptr<const Method> Method::load_checked(std::shared_ptr<const Program
   auto m = std::shared_ptr<Method>(new Method());
   m->program_ = program;
   m->spec_ = spec;
-  m->isa_ = kernels::best_isa(options.isa.value_or(kernels::Isa::Avx512));
+  m->isa_ = kernels::best_isa(options.isa.value_or(kernels::kIsas[std::size(kernels::kIsas) - 1]));
   m->kernels_ = kernels::kernel_table(m->isa_);
   m->idle_prefetch_ = options.idle_prefetch;
 
@@ -37,7 +37,7 @@ std::shared_ptr<const Method> Method::load_checked(std::shared_ptr<const Program
   if (options.fold_ops) m->fold_into_linear_steps(readers);
   m->mark_sliceable_steps(readers);
   m->find_token_axis();
-  m->planned_kernels_ = m->rows_ > 0 ? m->kernels_->for_rows(m->rows_) : *m->kernels_;
+  m->plan_kernels();
   m->plan_arena(uses);
   return m;
 }

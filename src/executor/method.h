@@ -51,6 +51,21 @@ class Method {
   // method has none or they disagree: then it cannot run on active rows.
   int64_t rows() const { return rows_; }
 
+  // What a step runs, planned at load: its nodes, the kernel variant of the method's rows (what
+  // every run takes, active rows included) and the one a run on few rows takes (the rows a
+  // caller wants of a sliceable output, set_kernel_rows(1)), and the scratch of both.
+  struct StepPlan {
+    size_t first_node = 0, nodes = 0;
+    std::string ops;         // "linear x3", "rms_norm + linear x2" (folded)
+    std::string variant;     // of the method's rows
+    std::string few_rows;    // of a run on fewer than kernels::kManyRows rows
+    bool sliceable = false;  // may run on the rows wanted of its output only
+    kernels::ScratchNeed scratch;
+  };
+  const std::vector<StepPlan>& step_plans() const { return step_plans_; }
+  // Each scratch buffer at the largest any step takes: what an Execution reserves per thread.
+  const kernels::ScratchNeed& scratch() const { return scratch_; }
+
  private:
   static std::shared_ptr<const Method> load_checked(std::shared_ptr<const Program> program, const std::string& name,
                                                     const RuntimeOptions& options);
@@ -120,6 +135,8 @@ class Method {
   // rows_ and each step's has_rows from the nodes' row operands.
   void find_token_axis();
   void plan_arena(const Uses& uses);
+  // The kernel tables and step_plans_ (method_kernels.cpp).
+  void plan_kernels();
 
   std::shared_ptr<const Program> program_;
   const MethodSpec* spec_ = nullptr;
@@ -132,9 +149,12 @@ class Method {
   // The ISA's table (its linear and attention pick their variant by the rows they are given),
   // and the same with the variants of rows_ rows fixed: what every step runs, so that a step
   // on fewer active rows computes them as the run of all would. A step cut to the rows a caller
-  // wants of its output (set_output_rows) runs the first.
+  // wants of its output (set_output_rows) runs the first; set_kernel_rows picks one of the
+  // last two.
   const kernels::KernelTable* kernels_ = nullptr;
-  kernels::KernelTable planned_kernels_{};
+  kernels::KernelTable planned_kernels_{}, few_rows_kernels_{}, many_rows_kernels_{};
+  std::vector<StepPlan> step_plans_;
+  kernels::ScratchNeed scratch_;
   int64_t rows_ = 0;
   bool idle_prefetch_ = true;
 };
@@ -167,6 +187,8 @@ class Execution {
   // back to the method's own (the default). Throws Error for a negative count.
   void set_kernel_rows(int64_t rows);
   void* input_data(size_t i) const { return inputs_[i]; }
+  // The scratch of the runs so far, and how often a kernel asked for more than the plan declared.
+  const kernels::Workspace& workspace() const { return workspace_; }
   // Address of output i: the input it aliases, the arena slot, or the bound buffer.
   void* output_data(size_t i) const;
   // Runs every node; returns an error naming the unbound input/output or the failing node.
@@ -195,7 +217,10 @@ class Execution {
   std::vector<void*> outputs_;
   std::vector<std::pair<int64_t, int64_t>> output_rows_;  // wanted rows per output; {0, -1}: all
   int64_t active_rows_ = -1;                              // -1: all
-  std::optional<kernels::KernelTable> kernel_rows_;       // set_kernel_rows: every step's table
+  const kernels::KernelTable* kernel_rows_ = nullptr;     // set_kernel_rows: every step's table
+  // Every thread's scratch, reserved to the method's plan for workspace_threads_ threads.
+  kernels::Workspace workspace_;
+  int workspace_threads_ = 0;
   // Per step, what each thread prefetches while it waits at the step's end (the next reading
   // step's first bytes: PrefetchRange); made for idle_plans_threads_ threads, 0 when stale.
   std::vector<std::vector<PrefetchRange>> idle_plans_;

@@ -196,6 +196,11 @@ Status run_rms_norm(const kernels::KernelTable& k, const std::vector<Tensor>& in
   return {};
 }
 
+kernels::KernelPlan plan_rms_norm(const kernels::KernelTable& k, bool, std::span<const std::vector<Tensor>>,
+                                  const void* p, kernels::FoldedOp) {
+  return k.plan_rms_norm(static_cast<const NormAttrs*>(p)->group);
+}
+
 // The norm computed inside the linear group that reads it (OpDef::linear_fusion).
 kernels::LinearFusion rms_norm_fusion(const std::vector<Tensor>& in, const void* p) {
   kernels::LinearFusion fusion;
@@ -250,6 +255,14 @@ std::vector<PrefetchRange> linear_first_reads(const kernels::KernelTable& k, std
   for (const auto& node : in) group.push_back(linear_output(node, {}));
   const Tensor& x = in[0][0];
   return k.linear_group_first_reads(x.dim(1), x.dim(2), group.data(), int(group.size()), threads, bytes);
+}
+
+kernels::KernelPlan plan_linear(const kernels::KernelTable& k, bool many_rows, std::span<const std::vector<Tensor>> in,
+                                const void*, kernels::FoldedOp folded) {
+  std::vector<kernels::LinearOutput> group;
+  for (const auto& node : in) group.push_back(linear_output(node, {}));
+  const Tensor& x = in[0][0];
+  return k.plan_linear(many_rows, x.dim(1), x.dim(2), group.data(), int(group.size()), folded);
 }
 
 Status run_linear(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
@@ -466,6 +479,14 @@ Status run_attention(const kernels::KernelTable& k, const std::vector<Tensor>& i
   return {};
 }
 
+kernels::KernelPlan plan_attention(const kernels::KernelTable& k, bool many_rows,
+                                   std::span<const std::vector<Tensor>> in, const void* p, kernels::FoldedOp) {
+  const auto& a = *static_cast<const AttentionAttrs*>(p);
+  const std::vector<Tensor>& node = in[0];
+  return k.plan_attention(many_rows, node[0].dim(1), a.n_heads, node[1].dim(1), a.head_dim, node[1].dtype,
+                          node[1].dim(2));
+}
+
 // ---- elementwise and copy ------------------------------------------------------------------
 
 OpSignature check_binary(const std::vector<OpOperand>& in, const json&) {
@@ -548,13 +569,15 @@ constexpr OpDef kOps[] = {
      .row_inputs = 0b1,
      .row_outputs = 0b1,
      .row_wise = true,
-     .linear_fusion = rms_norm_fusion},
+     .linear_fusion = rms_norm_fusion,
+     .plan = plan_rms_norm},
     {.name = "head_rms_norm",
      .check = check_head_rms_norm,
      .run = run_rms_norm,
      .row_inputs = 0b1,
      .row_outputs = 0b1,
-     .row_wise = true},
+     .row_wise = true,
+     .plan = plan_rms_norm},
     {.name = "linear",
      .check = check_linear,
      .run = run_linear,
@@ -563,12 +586,18 @@ constexpr OpDef kOps[] = {
      .row_outputs = 0b1,
      .row_wise = true,
      .first_reads = linear_first_reads,
-     .takes_linear_fusion = true},
+     .takes_linear_fusion = true,
+     .plan = plan_linear},
     {.name = "rope", .check = check_rope, .run = run_rope, .row_inputs = 0b11, .row_outputs = 0b1},
     // k, v and the mask; the mask's padding rows are what it does not write.
     {.name = "cache_write", .check = check_cache_write, .run = run_cache_write, .row_inputs = 0b100011},
     // q and the mask.
-    {.name = "attention", .check = check_attention, .run = run_attention, .row_inputs = 0b1001, .row_outputs = 0b1},
+    {.name = "attention",
+     .check = check_attention,
+     .run = run_attention,
+     .row_inputs = 0b1001,
+     .row_outputs = 0b1,
+     .plan = plan_attention},
     {.name = "silu_mul",
      .check = check_binary,
      .run = run_silu_mul,

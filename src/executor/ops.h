@@ -69,6 +69,13 @@ struct OpDef {
   kernels::LinearFusion (*linear_fusion)(const std::vector<Tensor>& inputs, const void* prepared) = nullptr;
   // run_group takes a folded op's LinearFusion.
   bool takes_linear_fusion = false;
+  // Optional: the kernel variant that a step of this op runs with the table k (its many-rows
+  // variants, or its few-rows ones) and the scratch it takes, planned when the method is loaded:
+  // inputs[i] node i's, weights with their data, other operands with their shapes only.
+  // Without it the step runs its op's one kernel and takes no scratch.
+  kernels::KernelPlan (*plan)(const kernels::KernelTable& k, bool many_rows,
+                              std::span<const std::vector<Tensor>> inputs, const void* prepared,
+                              kernels::FoldedOp folded) = nullptr;
 };
 
 const OpDef* find_op(const std::string& name);

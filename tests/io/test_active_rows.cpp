@@ -17,6 +17,7 @@
 #include "export/exporter.h"
 #include "export/make_checkpoint.h"
 #include "io/hf_static_io_manager.h"
+#include "kernels/scratch.h"
 #include "kernels/thread_pool.h"
 #include "test_support.h"
 
@@ -52,6 +53,15 @@ std::vector<int64_t> tokens(int64_t n, int64_t seed) {
 class ActiveRows : public testing::TestWithParam<std::string> {
  protected:
   test::TempDir dir{"active-rows"};
+  const size_t shortfalls_before = kernels::Workspace::total_shortfalls();
+
+  // Every kernel asked for no more scratch than its step's plan declared (Method::step_plans):
+  // the runs below cover prefill on any number of active rows, the logits' wanted rows, decode
+  // and verification on decode's kernel variants.
+  void TearDown() override {
+    EXPECT_EQ(kernels::Workspace::total_shortfalls(), shortfalls_before)
+        << "a kernel asked for scratch that its plan did not declare";
+  }
 
   // The parameter's preset exported as `v`.
   std::shared_ptr<const Program> export_variant(const Variant& v) {
