@@ -18,6 +18,7 @@
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
 #include "kernels/thread_pool.h"
+#include "runner/runner.h"
 #include "util/error.h"
 #include "util/huge_pages.h"
 #include "util/proc_stats.h"
@@ -256,59 +257,49 @@ MethodCost method_cost(const Program& program, const std::string& name) {
 
 namespace {
 
-// The loaded model and the tokens it is timed on: warm-up, prompts and decode runs.
+// The loaded model and the tokens it is timed on: warm-up, prompts and decode runs, through the
+// runner's steps (Runner::prefill, Runner::decode) as a generation takes them.
 struct ModelRun {
   const BenchOptions& o;
-  std::unique_ptr<IOManager> io;
-  ThreadPool pool;
+  std::unique_ptr<Runner> runner;
   std::vector<int64_t> prompt, gen;
 
-  ModelRun(const BenchOptions& options, std::unique_ptr<IOManager> loaded, int threads)
-      : o(options), io(std::move(loaded)), pool(threads) {
+  ModelRun(const BenchOptions& options, std::unique_ptr<Runner> loaded) : o(options), runner(std::move(loaded)) {
     std::mt19937 rng(1234);
-    std::uniform_int_distribution<int64_t> tok(0, io->model().vocab_size - 1);
+    std::uniform_int_distribution<int64_t> tok(0, runner->model().vocab_size - 1);
     prompt.resize(size_t(std::max<int64_t>(o.prompt, 1)));
     for (auto& t : prompt) t = tok(rng);
     gen.resize(size_t(o.gen + 2));
     for (auto& t : gen) t = tok(rng);
   }
-  void feed(int64_t pos, std::span<const int64_t> tokens) {
-    Status s = io->feed(pos, tokens, &pool);
-    if (!s.ok()) fail("run failed: ", s.message());
-  }
-  // One decode step (feed() would use the prefill method while a whole chunk still fits).
-  void decode(int64_t pos, const int64_t* token) {
-    Status s = io->step(StepKind::Decode, pos, std::span<const int64_t>(token, 1), &pool);
-    if (!s.ok()) fail("decode failed: ", s.message());
-  }
+  ThreadPool* pool() { return &runner->thread_pool(); }
   // Warm-up (pages the weights in): a prompt and two decode steps; returns the prompt's time.
   double warm_up() {
-    io->reset();
+    runner->reset();
     auto tw = Clock::now();
-    feed(0, std::span<const int64_t>(prompt.data(), size_t(std::max<int64_t>(o.prompt, 1))));
+    runner->prefill(std::span<const int64_t>(prompt.data(), size_t(std::max<int64_t>(o.prompt, 1))));
     const double first_s = seconds_since(tw);
-    const int64_t warm_pos = std::max<int64_t>(o.prompt, 1);
-    decode(warm_pos, &gen[0]);
-    decode(warm_pos + 1, &gen[1]);
+    runner->decode(gen[0]);
+    runner->decode(gen[1]);
     return first_s;
   }
   // The prompt from an empty cache; returns its wall time and adds its CPU time to *cpu.
   double time_prefill(double* cpu) {
-    io->reset();
+    runner->reset();
     const double c0 = process_cpu_seconds();
     auto t = Clock::now();
-    feed(0, std::span<const int64_t>(prompt.data(), size_t(o.prompt)));
+    runner->prefill(std::span<const int64_t>(prompt.data(), size_t(o.prompt)));
     const double wall = seconds_since(t);
     *cpu += process_cpu_seconds() - c0;
     return wall;
   }
   // -n decode steps after the prompt; returns their wall time and adds their CPU time to *cpu.
   double time_decode(double* cpu) {
-    io->reset();
-    if (o.prompt > 0) feed(0, std::span<const int64_t>(prompt.data(), size_t(o.prompt)));
+    runner->reset();
+    if (o.prompt > 0) runner->prefill(std::span<const int64_t>(prompt.data(), size_t(o.prompt)));
     const double c0 = process_cpu_seconds();
     auto t = Clock::now();
-    for (int64_t i = 0; i < o.gen; ++i) decode(o.prompt + i, &gen[size_t(i)]);
+    for (int64_t i = 0; i < o.gen; ++i) runner->decode(gen[size_t(i)]);
     const double wall = seconds_since(t);
     *cpu += process_cpu_seconds() - c0;
     return wall;
@@ -336,9 +327,9 @@ Timed time_runs(int reps, int64_t tokens, const std::function<double(double*)>& 
 // pair by pair too, since what a shared host leaves to this process moves from second to second.
 void add_ceilings(json& j, ModelRun& run, kernels::Isa isa, int threads, double decode_bytes, double prefill_flops) {
   const BenchOptions& o = run.o;
-  BandwidthProbe probe(&run.pool, o.bandwidth_bytes, o.runtime.huge_pages);
+  BandwidthProbe probe(run.pool(), o.bandwidth_bytes, o.runtime.huge_pages);
   const double read_gbps = probe.read_gbps(5), triad_gbps = probe.triad_gbps(5);
-  PeakResult peak = measure_peak(&run.pool, isa);
+  PeakResult peak = measure_peak(run.pool(), isa);
   j["machine"] = {{"threads", threads},
                   {"read_gbps", read_gbps},
                   {"triad_gbps", triad_gbps},
@@ -365,7 +356,7 @@ void add_ceilings(json& j, ModelRun& run, kernels::Isa isa, int threads, double 
     std::vector<double> ratios;
     for (int rep = 0; rep < o.reps; ++rep) {
       const double gflops = prefill_flops / run.time_prefill(&unused_cpu) / 1e9;
-      ratios.push_back(gflops / fma_peak_gflops(&run.pool, 10, isa));
+      ratios.push_back(gflops / fma_peak_gflops(run.pool(), 10, isa));
     }
     j["pp"]["fraction_of_peak_paired"] = Stats::of(ratios).to_json();
   }
@@ -392,8 +383,12 @@ BenchResult run_bench(const BenchOptions& o) {
   const MethodCost prefill_cost = method_cost(*program, info.prefill_method);
   const MethodCost decode_cost = method_cost(*program, info.decode_method);
 
-  const kernels::Isa isa = kernels::best_isa(o.runtime.isa.value_or(kernels::Isa::Avx512));  // the methods' kernels
-  ModelRun run(o, std::move(io), threads);
+  const kernels::Isa isa =
+      kernels::best_isa(o.runtime.isa.value_or(kernels::kIsas[std::size(kernels::kIsas) - 1]));  // the methods' kernels
+  RunnerOptions runner_options;
+  runner_options.threads = threads;
+  runner_options.runtime = o.runtime;
+  ModelRun run(o, std::make_unique<Runner>(std::move(io), nullptr, runner_options));
   const double first_s = run.warm_up();
   const Timed pp = time_runs(o.reps, o.prompt, [&](double* cpu) { return run.time_prefill(cpu); });
   const Timed tg = time_runs(o.reps, o.gen, [&](double* cpu) { return run.time_decode(cpu); });
@@ -405,7 +400,7 @@ BenchResult run_bench(const BenchOptions& o) {
   // Work per benchmark, from the graph: useful prefill FLOPs, bytes read per decode step.
   double prefill_flops = 0;
   if (o.prompt > 0)
-    for (const Step& s : run.io->plan(0, size_t(o.prompt)))
+    for (const Step& s : run.runner->io().plan(0, size_t(o.prompt)))
       prefill_flops += (s.kind == StepKind::Prefill ? prefill_cost : decode_cost).flops(s.start_pos, int64_t(s.count));
   double decode_bytes = 0, decode_flops = 0;
   for (int64_t i = 0; i < o.gen; ++i) {
@@ -430,6 +425,7 @@ BenchResult run_bench(const BenchOptions& o) {
                 {"file_bytes", program->file_size()}};
   j["threads"] = threads;
   j["isa"] = kernels::isa_name(isa);
+  j["cpu_features"] = kernels::isa_cpu_features();
   j["load"] = {{"seconds", load_s},
                {"rss_growth_bytes", rss_loaded > rss_start ? rss_loaded - rss_start : 0},
                {"first_prompt_seconds", first_s},

@@ -97,6 +97,8 @@ class Runner {
   const std::vector<int64_t>& context() const { return context_; }  // fed tokens + the pending one
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   IOManager& io() { return *io_; }
+  // The compute threads its steps run on (the bench measures the machine's ceilings on them).
+  ThreadPool& thread_pool() { return *pool_; }
   const ModelInfo& model() const { return io_->model(); }
   double load_ms() const { return load_ms_; }
 

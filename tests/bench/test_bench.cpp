@@ -6,6 +6,7 @@
 
 #include "bench/bench.h"
 #include "format/program.h"
+#include "kernels/isa.h"
 #include "test_support.h"
 #include "util/error.h"
 
@@ -92,6 +93,23 @@ TEST(Bench, WithoutCeilingsThereAreNoRatios) {
   EXPECT_FALSE(j["tg"].contains("fraction_of_bandwidth_paired"));
   EXPECT_FALSE(j["pp"].contains("fraction_of_peak"));
   EXPECT_FALSE(j["pp"].contains("fraction_of_peak_paired"));
+}
+
+// The record names the kernel level the methods ran and the CPU features behind it: a forced
+// level is the one recorded, and the features are those the CPU reports.
+TEST(Bench, RecordsTheKernelLevelAndTheCpuFeatures) {
+  test::TempDir dir("bench");
+  bench::BenchOptions o = tiny_options(dir);
+  o.ceilings = false;
+  o.gen = 2;
+  o.reps = 1;
+  for (kernels::Isa isa : {kernels::Isa::Scalar, kernels::best_isa()}) {
+    o.runtime.isa = isa;
+    const json j = bench::run_bench(o).json;
+    EXPECT_EQ(j["isa"].get<std::string>(), kernels::isa_name(isa));
+    const std::string features = j["cpu_features"].get<std::string>();
+    EXPECT_EQ(features.find("avx2") != std::string::npos, kernels::isa_supported(kernels::Isa::Avx2)) << features;
+  }
 }
 
 // The logits' matrix is multiplied once a step (the IOManager computes the last real row
