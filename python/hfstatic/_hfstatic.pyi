@@ -63,8 +63,9 @@ class Program:
     def describe(self) -> str:
         """A one-line summary of a valid program."""
 
-def validate(path: _Path) -> List[str]:
-    """Every contract violation and graph problem of the program at `path` (empty: valid), as `hfstatic validate`."""
+def validate(path: _Path, *, check_weights: bool = False) -> List[str]:
+    """Every contract violation and graph problem of the program at `path` (empty: valid), as `hfstatic validate`;
+    check_weights=True also reports NaN and infinity in its weights (`--check-weights`)."""
 
 def export(
     hf_dir: _Path,

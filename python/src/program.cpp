@@ -5,6 +5,7 @@
 #include "bindings.h"
 #include "export/exporter.h"
 #include "export/make_checkpoint.h"
+#include "format/weight_check.h"
 #include "frontend/program_check.h"
 #include "io/io_manager.h"
 
@@ -152,14 +153,21 @@ void bind_program(py::module_& m) {
 
   m.def(
       "validate",
-      [](const std::filesystem::path& path) {
+      [](const std::filesystem::path& path, bool check_weights) {
         py::gil_scoped_release release;
-        return frontend::program_problems(Program::load(path.string()));
+        auto program = Program::load(path.string());
+        std::vector<std::string> problems = frontend::program_problems(program);
+        if (check_weights) {
+          const WeightCheck weights = hfstatic::check_weights(*program);
+          problems.insert(problems.end(), weights.problems.begin(), weights.problems.end());
+        }
+        return problems;
       },
-      py::arg("path"),
-      "Checks the program at `path` against its I/O contract and its methods' graphs, as `hfstatic validate` does.\n"
-      "Returns every problem (an empty list when the program is valid); raises FormatError for a file that is not\n"
-      "a program at all.");
+      py::arg("path"), py::kw_only(), py::arg("check_weights") = false,
+      "Checks the program at `path` against its I/O contract and its methods' graphs, as `hfstatic validate` does;\n"
+      "with check_weights=True also scans its weights for NaN and infinity (`--check-weights`). Returns every\n"
+      "problem (an empty list when the program is valid); raises FormatError for a file that is not a program at\n"
+      "all.");
 
   m.def("export", &export_checkpoint, py::arg("hf_dir"), py::arg("out"), py::kw_only(),
         py::arg("prefill_len") = py::none(), py::arg("max_context") = 512, py::arg("weights_dtype") = py::none(),

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -72,6 +73,7 @@ std::unique_ptr<Runner> Runner::load(std::shared_ptr<const Program> program, con
   }
   auto runner = std::make_unique<Runner>(std::move(io), std::move(tokenizer), options);
   if (runner->tokenizer_) runner->tokenizer_origin_ = program->path() + ": embedded tokenizer.json";
+  runner->program_path_ = program->path();
   runner->load_ms_ = ms_since(t0);
   return runner;
 }
@@ -93,6 +95,18 @@ void Runner::rewind(size_t n) {
   if (n > context_.size()) fail("cannot rewind ", n, " tokens: the context holds ", context_.size());
   context_.resize(context_.size() - n);
   fed_ = std::min<int64_t>(fed_, int64_t(context_.size()));
+}
+
+void Runner::check_logits(std::span<const float> logits, size_t generated) const {
+  bool any_nan = false;
+  for (float v : logits) any_nan |= std::isnan(v);
+  if (!any_nan) return;
+  const auto nan = std::count_if(logits.begin(), logits.end(), [](float v) { return std::isnan(v); });
+  const std::string program = program_path_.empty() ? std::string("the program") : program_path_;
+  fail(program_path_.empty() ? "" : program_path_ + ": ", "the logits of generated token ", generated,
+       " (predicting position ", context_.size(), ") are NaN in ", nan, " of ", logits.size(),
+       " entries: the weights or quantization scales may hold NaN or infinity (hfstatic validate --check-weights ",
+       program, " names them), or the activations overflowed");
 }
 
 void Runner::check_tokens(std::span<const int64_t> tokens) const {
@@ -215,6 +229,7 @@ GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const 
       result.stop_reason = StopReason::Stopped;
       break;
     }
+    check_logits(logits, result.tokens.size());
     bool accepted = false;
     const int64_t token = row < drafts.size() ? sampler.sample_draft(logits, context_, drafts[row], &accepted)
                                               : sampler.sample(logits, context_);

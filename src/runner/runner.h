@@ -69,7 +69,9 @@ class Runner {
   ~Runner();
 
   // Continues the conversation from the current position with `prompt`. Throws Error before
-  // running anything when the prompt does not fit (numbers in the message) or is invalid.
+  // running anything when the prompt does not fit (numbers in the message) or is invalid, and
+  // mid-generation when a logit to sample from is NaN (naming the token, the position and the
+  // weight check that finds a NaN or infinite weight).
   // on_token(id) is called for each sampled token; return false to stop.
   // on_text, when given, receives the decoded text as generate() streams it (needs a tokenizer).
   // The one generation loop: generate() encodes its text and calls this.
@@ -105,6 +107,8 @@ class Runner {
  private:
   // Throws Error when a token is outside the model's vocabulary.
   void check_tokens(std::span<const int64_t> tokens) const;
+  // Throws Error naming the token and the position when a logit to sample from is NaN.
+  void check_logits(std::span<const float> logits, size_t generated) const;
   // Feeds the pending token and the prompt; returns how many tokens it fed. Throws Error.
   int64_t feed_prompt(std::span<const int64_t> prompt);
   // Feeds the sampled token at the current position. Throws Error.
@@ -122,7 +126,9 @@ class Runner {
   int64_t fed_ = 0;
   std::atomic<bool> stop_requested_{false};
   double load_ms_ = 0;
-  std::string tokenizer_origin_;  // "PROGRAM: embedded tokenizer.json" for errors; empty when given
+  std::string tokenizer_origin_;
+  std::string program_path_;  // for errors; empty when the IOManager was given  // "PROGRAM: embedded tokenizer.json"
+                              // for errors; empty when given
 };
 
 }  // namespace hfstatic

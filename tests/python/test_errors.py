@@ -1,5 +1,8 @@
 """Every failure is an hfstatic.Error subclass carrying the C++ message, never a crash."""
 
+import json
+import struct
+
 import pytest
 
 import hfstatic
@@ -131,3 +134,31 @@ def test_an_exception_in_on_text_reaches_the_caller():
         runner.generate("And", max_tokens=4, on_text=fail)
     runner.reset()
     assert runner.generate("And", max_tokens=4)
+
+
+def with_nan(source, target, tensor, index):
+    """Copies the program `source` to `target` with element `index` of `tensor` set to NaN."""
+    data = bytearray(open(source, "rb").read())
+    (size,) = struct.unpack("<Q", data[:8])
+    entry = json.loads(data[8:8 + size])[tensor]
+    at = 8 + size + entry["data_offsets"][0]
+    if entry["dtype"] == "F32":
+        data[at + 4 * index:at + 4 * index + 4] = struct.pack("<f", float("nan"))
+    else:
+        data[at + 2 * index:at + 2 * index + 2] = struct.pack("<H", 0x7E00)
+    target.write_bytes(bytes(data))
+    return target
+
+
+def test_validate_checks_the_weights_when_asked(tiny_program, tmp_path):
+    assert hfstatic.validate(tiny_program, check_weights=True) == []
+    broken = with_nan(tiny_program, tmp_path / "nan.hfs", "model.norm.weight", 3)
+    assert hfstatic.validate(broken) == []
+    problems = hfstatic.validate(broken, check_weights=True)
+    assert len(problems) == 1
+    assert "tensor 'model.norm.weight'" in problems[0] and "1 NaN, the first at index 3 [3]" in problems[0]
+    cli = run_cli("validate", "--check-weights", str(broken), check=False)
+    assert cli.returncode == 1
+    assert cli.stderr.splitlines()[1:] == ["%s: %s" % (broken, p) for p in problems]
+    with pytest.raises(hfstatic.Error, match="predicting position 2\\) are NaN"):
+        hfstatic.Runner(broken).generate([1, 2], max_tokens=1)
