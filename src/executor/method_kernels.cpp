@@ -42,10 +42,10 @@ void Method::plan_kernels() {
       kernels::FoldedOp folded = kernels::FoldedOp::None;
       if (step.folded) {
         std::vector<Tensor> head_ins;
-        for (size_t id : head.inputs) head_ins.push_back({const_cast<uint8_t*>(values_[id].weight), values_[id].dtype,
-                                                          &values_[id].shape});
+        for (size_t id : head.inputs)
+          head_ins.push_back({const_cast<uint8_t*>(values_[id].weight), values_[id].dtype, &values_[id].shape});
         folded = head.op->linear_fusion(head_ins, head.prepared.get()).norm_w ? kernels::FoldedOp::Norm
-                                                                               : kernels::FoldedOp::Gate;
+                                                                              : kernels::FoldedOp::Gate;
       }
       const kernels::KernelPlan many = runs.op->plan(*kernels_, true, ins, runs.prepared.get(), folded);
       const kernels::KernelPlan few = runs.op->plan(*kernels_, false, ins, runs.prepared.get(), folded);

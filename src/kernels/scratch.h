@@ -26,14 +26,14 @@ enum class ScratchBuffer : uint8_t {
   AttentionRows,   // decode attention: each row's slices and tasks
   AttentionParts,  // decode attention: each slice's maximum, sum and outputs
   // every thread
-  WeightTile,       // blocked multiply: weight rows converted to float32
-  PartialSums,      // blocked multiply over chunks of k: sums between chunks
-  KeyTile,          // prefill attention: keys as [head_dim][slot] float32
-  KeyRows,          // prefill attention: 8 key rows being transposed, then the seen flags
-  ValueRows,        // prefill attention: values as float32 rows
-  Scores,           // attention: scores of a tile of queries
-  Accumulators,     // attention: outputs being summed
-  SlotsUsed,        // decode attention: slots some query of a tile weighs
+  WeightTile,    // blocked multiply: weight rows converted to float32
+  PartialSums,   // blocked multiply over chunks of k: sums between chunks
+  KeyTile,       // prefill attention: keys as [head_dim][slot] float32
+  KeyRows,       // prefill attention: 8 key rows being transposed, then the seen flags
+  ValueRows,     // prefill attention: values as float32 rows
+  Scores,        // attention: scores of a tile of queries
+  Accumulators,  // attention: outputs being summed
+  SlotsUsed,     // decode attention: slots some query of a tile weighs
   kCount
 };
 constexpr size_t kScratchBuffers = size_t(ScratchBuffer::kCount);
