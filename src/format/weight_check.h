@@ -18,8 +18,8 @@ struct WeightCheck {
   // Zero scales: a group whose weights all read as 0. The exporter writes one for a group of
   // zeros, so it is reported, not refused.
   std::vector<std::string> notes;
-  size_t tensors = 0;   // scanned
-  uint64_t bytes = 0;   // scanned
+  size_t tensors = 0;  // scanned
+  uint64_t bytes = 0;  // scanned
 };
 
 // Scans every weight tensor of the program (not its embedded files).

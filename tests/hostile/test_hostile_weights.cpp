@@ -71,9 +71,9 @@ TEST_F(HostileWeights, NanScalesAreNamedWithTheirWeightAndFirstIndex) {
   poke(path, kDown + ".scales", 5, kF16Nan);
   const WeightCheck check = check_weights(*Program::load(path));
   ASSERT_EQ(check.problems.size(), 1u);
-  EXPECT_THAT(check.problems[0], AllOf(HasSubstr("tensor '" + kDown + ".scales' (float16 [64, 5])"),
-                                       HasSubstr("the scales of '" + kDown + "'"),
-                                       HasSubstr("2 NaNs, the first at index 5 [1, 0]")));
+  EXPECT_THAT(check.problems[0],
+              AllOf(HasSubstr("tensor '" + kDown + ".scales' (float16 [64, 5])"),
+                    HasSubstr("the scales of '" + kDown + "'"), HasSubstr("2 NaNs, the first at index 5 [1, 0]")));
 }
 
 TEST_F(HostileWeights, InfiniteFloatWeightsAreNamed) {
