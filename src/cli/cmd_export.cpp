@@ -20,9 +20,9 @@ DType parse_dtype_flag(const Args& args, const std::string& flag, std::initializ
   std::string names;
   for (DType a : allowed) {
     if (t == a) return a;
-    names += (names.empty() ? "" : "|") + std::string(dtype_name(a));
+    names += cat(names.empty() ? "" : "|", dtype_name(a));
   }
-  throw UsageError{"flag " + flag + ": '" + *v + "' is not one of " + names};
+  throw UsageError{cat("flag ", flag, ": '", *v, "' is not one of ", names)};
 }
 
 int run_export(const std::vector<std::string>& argv) {
@@ -52,8 +52,7 @@ int run_export(const std::vector<std::string>& argv) {
     if (!options.quant) throw UsageError{"flag --group-size: only with --weights-dtype int8 or int4"};
     options.quant->group = args.get_int("--group-size", 32, 32, 128);
     if (!is_quant_group_size(options.quant->group))
-      throw UsageError{"flag --group-size: " + std::to_string(options.quant->group) + " is not one of " +
-                       quant_group_sizes_text()};
+      throw UsageError{cat("flag --group-size: ", options.quant->group, " is not one of ", quant_group_sizes_text())};
   }
   const bool show_progress = !args.has("--quiet") && ::isatty(STDERR_FILENO);
   if (show_progress) {

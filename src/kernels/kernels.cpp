@@ -362,7 +362,6 @@ const KernelTable* kernel_table(Isa isa) {
 
 KernelTable KernelTable::for_rows(int64_t rows) const {
   KernelTable t = *this;
-  t.fixed_rows = rows;
   t.linear_group = rows >= kManyRows ? linear_many_rows : linear_few_rows;
   t.attention = rows >= kManyRows ? attention_many_rows : attention_few_rows;
   return t;

@@ -86,16 +86,10 @@ struct KernelTable {
   // z = sqrt(2 / pi) (gate + 0.044715 gate^3)
   void (*gelu_tanh_mul)(const float* gate, const float* up, int64_t n, float* out);
 
-  // The rows whose variants linear_group and attention run whatever rows they are given (0:
-  // by the rows given); set by for_rows.
-  int64_t fixed_rows = 0;
-
   // This table with linear_group and attention fixed to the variants `rows` rows take: a
   // method planned for T rows that runs on its first n (active rows) computes each of them
   // exactly as the run of all T would.
   KernelTable for_rows(int64_t rows) const;
-  // Whether linear_group and attention run their many-rows variant when given `rows` rows.
-  bool many_rows(int64_t rows) const { return (fixed_rows > 0 ? fixed_rows : rows) >= kManyRows; }
 
   // y[rows, out] = x[rows, in] * w[out, in]^T (+ bias[out]): a group of one.
   void linear(const float* x, int64_t rows, int64_t in, const void* w, DType w_type, int64_t out, const void* bias,

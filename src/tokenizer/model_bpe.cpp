@@ -189,7 +189,7 @@ void Tokenizer::Impl::merge_symbols(std::vector<int32_t>& syms) const {
     if (syms[i] != c.left || next[i] < 0) continue;  // stale: symbol changed or removed
     const auto j = static_cast<size_t>(next[i]);
     if (syms[j] != c.right) continue;
-    int32_t rank, merged;
+    int32_t rank = 0, merged = 0;
     merges.find(c.left, c.right, rank, merged);
     syms[i] = merged;
     syms[j] = -1;

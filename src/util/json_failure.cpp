@@ -64,7 +64,7 @@ class PathTracker {
       else if (f.key.size() <= 80 && f.key.find_first_of(".[]\"") == std::string::npos)
         out += (out.empty() ? "" : ".") + f.key;
       else
-        out += "[" + json(f.key.substr(0, 80)).dump(-1, ' ', false, json::error_handler_t::replace) + "]";
+        out += cat("[", json(f.key.substr(0, 80)).dump(-1, ' ', false, json::error_handler_t::replace), "]");
     }
     return out;
   }

@@ -118,7 +118,9 @@ void expect_linear_guarded(const LinearCase& c, const std::string& what) {
 }
 
 LinearCase::Output float_output(std::mt19937& rng, DType w_type, int64_t out, int64_t in, bool bias) {
-  LinearCase::Output o{w_type, out};
+  LinearCase::Output o;
+  o.w_type = w_type;
+  o.out = out;
   o.w = stored_bytes(rng, size_t(out * in), w_type);
   if (bias) o.bias = stored_bytes(rng, size_t(out), DType::F16), o.bias_type = DType::F16;
   return o;
@@ -126,13 +128,20 @@ LinearCase::Output float_output(std::mt19937& rng, DType w_type, int64_t out, in
 
 LinearCase::Output quant_output(std::mt19937& rng, DType w_type, int64_t out, int64_t in, int64_t group, bool bias) {
   const test::Quantized m = test::quantize(rng, w_type, out, in, group);
-  LinearCase::Output o{w_type, out, group, m.w, m.scales};
+  LinearCase::Output o;
+  o.w_type = w_type;
+  o.out = out;
+  o.group = group;
+  o.w = m.w;
+  o.scales = m.scales;
   if (bias) o.bias = stored_bytes(rng, size_t(out), DType::F32);
   return o;
 }
 
 LinearCase linear_case(std::mt19937& rng, int64_t rows, int64_t in) {
-  LinearCase c{rows, in};
+  LinearCase c;
+  c.rows = rows;
+  c.in = in;
   c.x = random_floats(rng, size_t(rows * in));
   c.up = random_floats(rng, size_t(rows * in));
   return c;

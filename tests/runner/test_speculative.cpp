@@ -114,7 +114,9 @@ TEST_P(Speculative, GreedyTokensAreThePlainOnes) {
           EXPECT_GT(spec.stats.accepted_tokens, n / 2) << what;
           EXPECT_LT(spec.stats.steps, plain.stats.steps / 2) << what;
         }
-        if (drafter == &wrong) EXPECT_EQ(spec.stats.accepted_tokens, 0) << what;
+        if (drafter == &wrong) {
+          EXPECT_EQ(spec.stats.accepted_tokens, 0) << what;
+        }
       }
     }
   }
@@ -144,7 +146,9 @@ TEST(DraftModel, GreedyTokensAreThePlainOnesAndVocabulariesMustMatch) {
     target->reset();
     const GenerationResult spec = target->generate_tokens(prompt, greedy(40, &draft, 4));
     EXPECT_EQ(spec.tokens, plain.tokens) << draft_path;
-    if (draft_path == target_path) EXPECT_GE(spec.stats.accepted_tokens, 30);
+    if (draft_path == target_path) {
+      EXPECT_GE(spec.stats.accepted_tokens, 30);
+    }
     // A second generation continues the conversation: the draft rewinds to what it shares.
     target->reset();
     EXPECT_EQ(target->generate_tokens(prompt, greedy(40, &draft, 4)).tokens, plain.tokens) << draft_path;
