@@ -85,7 +85,9 @@ TEST_F(ExportGemma3, GraphHasTheFamilysParts) {
   std::vector<std::string> masks;
   int gelu = 0, silu = 0;
   for (const NodeSpec& n : decode.nodes) {
-    if (n.op == "scale") EXPECT_EQ(n.attrs["factor"].get<double>(), 8.0);  // sqrt(64)
+    if (n.op == "scale") {
+      EXPECT_EQ(n.attrs["factor"].get<double>(), 8.0);  // sqrt(64)
+    }
     if (n.op == "attention") {
       EXPECT_NEAR(n.attrs["scale"].get<double>(), 0.2041241452, 1e-9);  // 24^-0.5
       masks.push_back(n.inputs[3]);
