@@ -6,6 +6,7 @@
 #include <set>
 
 #include "server/chat_fields.h"
+#include "util/error.h"
 #include "util/json_limits.h"
 
 namespace hfstatic::server {
@@ -37,8 +38,7 @@ double number(const json& body, const char* key, double fallback, double min, do
   if (!v.is_number()) bad_type(key, "a number");
   double x = v.get<double>();
   if (!(x >= min && x <= max))
-    bad(key, "'" + std::string(key) + "' is " + v.dump() + "; it must be between " + json(min).dump() + " and " +
-                 json(max).dump());
+    bad(key, cat("'", key, "' is ", v.dump(), "; it must be between ", json(min).dump(), " and ", json(max).dump()));
   return x;
 }
 
