@@ -65,6 +65,8 @@ int run_serve(const std::vector<std::string>& argv) {
   sigaddset(&signals, SIGUSR2);  // sent by this function to end the waiter
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // The port opens first: /ready answers 503 "loading" until the slots are loaded.
+  options.defer_load = true;
   server::Server server(program, options);
   const int port = server.bind();
   std::printf("hfstatic serve: %s on http://%s:%d (%d slot%s, queue %d, %d thread%s per slot)\n",
@@ -87,10 +89,24 @@ int run_serve(const std::vector<std::string>& argv) {
       server.stop();
     }
   });
+  std::exception_ptr load_error;
+  std::thread loader([&] {
+    try {
+      const auto t0 = std::chrono::steady_clock::now();
+      server.load();
+      std::fprintf(stderr, "hfstatic serve: ready (slots loaded in %.0f ms)\n",
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    } catch (...) {
+      load_error = std::current_exception();
+      server.stop();
+    }
+  });
   server.serve();
+  loader.join();
   // serve() also returns when listening fails; end the waiter either way.
   pthread_kill(waiter.native_handle(), SIGUSR2);
   waiter.join();
+  if (load_error) std::rethrow_exception(load_error);
   return kExitOk;
 }
 

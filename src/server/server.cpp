@@ -114,6 +114,8 @@ struct Server::Impl {
   std::atomic<bool> stopping{false};
   std::atomic<bool> serving{false};  // inside serve()
   std::atomic<bool> draining{false};
+  std::atomic<bool> loaded{false};  // the slots' runners exist (load())
+  RunnerOptions runner_options;
   std::atomic<int> in_flight{0};  // generation requests being answered
   ServerMetrics metrics;
   std::unique_ptr<AccessLog> access_log;
@@ -162,15 +164,30 @@ Server::Server(std::shared_ptr<const Program> program, ServerOptions options) : 
   }
   s.options = options;
   s.program = std::move(program);
-  RunnerOptions ro;
-  ro.threads = options.threads;
-  ro.runtime = options.runtime;
+  s.runner_options.threads = options.threads;
+  s.runner_options.runtime = options.runtime;
   if (options.lookup < 0 || options.lookup > 64) fail("--lookup must be between 0 and 64 (got ", options.lookup, ")");
   if (options.lookup > 0 && !options.draft.empty()) fail("give only one of --lookup and --draft");
   if (!options.draft.empty() && (options.draft_max < 1 || options.draft_max > 64))
     fail("--draft-max must be between 1 and 64 (got ", options.draft_max, ")");
-  for (int i = 0; i < options.slots; ++i) s.runners.push_back(Runner::load(s.program, ro));
   s.histories.resize(size_t(options.slots));
+  s.pool = std::make_unique<SlotPool>(size_t(options.slots), size_t(options.queue));
+  s.access_log = std::make_unique<AccessLog>(options.log_format, options.log_out);
+#ifndef _WIN32
+  std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error return, not a signal
+#endif
+  s.routes();
+  if (!options.defer_load) load();
+}
+
+Server::~Server() { stop(); }
+
+void Server::load() {
+  Impl& s = *impl_;
+  if (s.loaded.load()) return;
+  const ServerOptions& options = s.options;
+  const RunnerOptions& ro = s.runner_options;
+  for (int i = 0; i < options.slots; ++i) s.runners.push_back(Runner::load(s.program, ro));
   if (options.lookup > 0) {
     for (int i = 0; i < options.slots; ++i) s.drafters.push_back(std::make_unique<PromptLookup>());
   } else if (!options.draft.empty()) {
@@ -183,15 +200,8 @@ Server::Server(std::shared_ptr<const Program> program, ServerOptions options) : 
   if (!s.tokenizer) fail("this program has no tokenizer; the server takes text prompts only");
   s.limits.max_context = s.runners[0]->model().max_context;
   s.limits.has_chat_template = !s.tokenizer->chat_template().empty();
-  s.pool = std::make_unique<SlotPool>(size_t(options.slots), size_t(options.queue));
-  s.access_log = std::make_unique<AccessLog>(options.log_format, options.log_out);
-#ifndef _WIN32
-  std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error return, not a signal
-#endif
-  s.routes();
+  s.loaded.store(true);
 }
-
-Server::~Server() { stop(); }
 
 const ServerOptions& Server::options() const { return impl_->options; }
 size_t Server::slots_busy() const { return impl_->pool->busy(); }
@@ -236,7 +246,8 @@ void Server::stop() {
   Impl& s = *impl_;
   s.stopping.store(true);
   s.pool->shutdown();
-  for (auto& r : s.runners) r->stop();
+  if (s.loaded.load())
+    for (auto& r : s.runners) r->stop();
   // A serve() that has begun but not yet started listening would miss http.stop(): wait for it.
   while (s.serving.load() && !s.http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   s.http.stop();
@@ -350,8 +361,11 @@ void Server::Impl::routes() {
 
   // Readiness: 503 while draining (a load balancer stops sending), 200 otherwise.
   http.Get("/ready", [this](const httplib::Request&, httplib::Response& res) {
-    const bool ready = !draining.load() && !stopping.load();
-    send_json(res, ready ? 200 : 503, {{"status", ready ? "ready" : draining.load() ? "draining" : "stopping"}});
+    const std::string state = stopping.load()   ? "stopping"
+                              : draining.load() ? "draining"
+                              : !loaded.load()  ? "loading"
+                                                : "ready";
+    send_json(res, state == "ready" ? 200 : 503, {{"status", state}});
   });
 
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
@@ -361,6 +375,9 @@ void Server::Impl::routes() {
   });
 
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    if (!loaded.load())
+      return send_error(res,
+                        ApiError(503, "The model is loading; try again shortly", "", "server_loading", "server_error"));
     const int64_t created = int64_t(std::time(nullptr));
     send_json(res, 200,
               {{"object", "list"},
@@ -433,6 +450,8 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
   auto counted = std::make_unique<InFlight>(in_flight);
   try {
     if (draining.load()) throw ApiError(503, "The server is shutting down", "", "server_shutting_down", "server_error");
+    if (!loaded.load())
+      throw ApiError(503, "The model is loading; try again shortly", "", "server_loading", "server_error");
     CompletionRequest r = parse_completion_request(req.body, endpoint, limits);
     std::vector<int64_t> prompt = prompt_tokens(r, endpoint);
     SlotLease lease = take_slot(prompt);

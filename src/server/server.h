@@ -30,6 +30,9 @@ struct ServerOptions {
   // A request whose prompt starts with tokens a free slot's cache holds takes that slot and feeds
   // only the rest (src/server/prefix_cache.h); false: every request starts from position 0.
   bool prefix_reuse = true;
+  // The constructor loads nothing: load() creates the slots' runners, and until it has, /ready
+  // answers 503 "loading" and completions 503 (server_loading) while serve() already answers.
+  bool defer_load = false;
   // Access log: a line per answered request (text or JSON) written to log_out.
   LogFormat log_format = LogFormat::None;
   std::FILE* log_out = stderr;
@@ -45,8 +48,11 @@ struct ServerOptions {
 class Server {
  public:
   // Creates the slots' runners over `program`, and their drafters (throws Error when either
-  // cannot be run, or when the draft's vocabulary differs).
+  // cannot be run, or when the draft's vocabulary differs); with options.defer_load, load() does.
   Server(std::shared_ptr<const Program> program, ServerOptions options);
+  // Creates the runners and drafters when the constructor did not (throws Error as it does);
+  // may run on a thread of its own while serve() answers. Once only; later calls do nothing.
+  void load();
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

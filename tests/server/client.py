@@ -519,6 +519,7 @@ def c_cli(a):
         ARGS.port = int(line.split("http://127.0.0.1:")[1].split()[0])
         h = health()
         expect(h["slots"] == 2 and h["queue_max"] == 4, f"health {h}")
+        wait_for(lambda: request("GET", "/ready")[0] == 200, 30, "/ready")  # the port opens before the load
         text = completion("Once upon a time", 6)["choices"][0]["text"]
         chat("Hi", 6)
         p.send_signal(signal.SIGTERM)
@@ -587,6 +588,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--cli", default="")
     ap.add_argument("--model", default="")
+    ap.add_argument("--state", default="ready", help="the /ready state the ready check expects")
     ARGS = ap.parse_args()
     try:
         out = CHECKS[ARGS.check](ARGS)

@@ -144,6 +144,8 @@ def start_serve(a, *flags):
     line = p.stdout.readline()
     m = re.search(r"http://[^:]+:(\d+)", line)
     expect(m is not None, f"no port in {line!r}")
+    client.ARGS.port = int(m.group(1))
+    client.wait_for(lambda: request("GET", "/ready")[0] == 200, 30, "/ready")  # the port opens before the load
     return p, int(m.group(1)), err
 
 
@@ -218,7 +220,22 @@ def c_drain(a):
     return out
 
 
-CHECKS = {"prefix_reuse": c_prefix_reuse, "metrics": c_metrics, "drain": c_drain}
+def c_ready(a):
+    """/ready says --state; /health is 200 whatever it is; completions wait for "ready"."""
+    status, _, body = request("GET", "/ready")
+    expect(body["status"] == a.state and status == (200 if a.state == "ready" else 503), f"/ready: {status} {body}")
+    status, _, health = request("GET", "/health")
+    expect(status == 200, f"/health: {status} {health}")
+    status, _, resp = request("POST", "/v1/completions", {"prompt": "x", "max_tokens": 2, "temperature": 0})
+    if a.state == "loading":
+        err = client.check_error(status, resp, 503, "completion while loading")
+        expect(err["code"] == "server_loading", f"error {err}")
+    else:
+        expect(status == 200, f"completion: {status} {resp}")
+    return {"ready": body["status"], "completion": status}
+
+
+CHECKS = {"ready": c_ready, "prefix_reuse": c_prefix_reuse, "metrics": c_metrics, "drain": c_drain}
 
 if __name__ == "__main__":
     client.CHECKS.update(CHECKS)

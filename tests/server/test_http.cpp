@@ -333,6 +333,19 @@ TEST(ServerHttp, SigtermDrainsWithoutLosingRequests) {
   EXPECT_LT(r.result["bounded_s"].get<double>(), 3.0);  // 200 tokens at 20 ms would take 4 s
 }
 
+// Readiness: 503 "loading" while the slots load (the port open already), then 200.
+TEST(ServerHttp, ReadyOnceLoaded) {
+  ServerOptions o;
+  o.defer_load = true;
+  RunningServer s(o);
+  auto r = client("ready", s.port(), {"--state", "loading"}, 60, HFSTATIC_SERVER_OPS_CLIENT);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  s.server().load();
+  r = client("ready", s.port(), {"--state", "ready"}, 60, HFSTATIC_SERVER_OPS_CLIENT);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["completion"], 200);
+}
+
 TEST(ServerHttp, BindFailureIsAnError) {
   RunningServer a(ServerOptions{});
   ServerOptions o;
