@@ -94,7 +94,7 @@ std::string access_line(LogFormat format, const AccessEntry& entry) {
       (long long)(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char when[40];
+  char when[64];
   std::snprintf(when, sizeof when, "%04d-%02d-%02dT%02d:%02d:%02d.%03lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, milli);
   nlohmann::json j = {{"time", when},   {"remote", e.remote}, {"method", e.method},

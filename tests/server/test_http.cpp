@@ -104,7 +104,9 @@ TEST(ServerHttp, CompletionsChatModelsAndHealth) {
   auto r = client("basic", s.port(), {"--prompt", "Once upon a time", "--max-tokens", "12"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // Greedy text through HTTP equals a Runner of its own over the same program.
-  auto runner = Runner::load(program(), RunnerOptions{.threads = 1});
+  RunnerOptions one_thread;
+  one_thread.threads = 1;
+  auto runner = Runner::load(program(), one_thread);
   GenerationConfig config;
   config.max_new_tokens = 12;
   GenerationResult direct = runner->generate("Once upon a time", config);

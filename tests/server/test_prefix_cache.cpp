@@ -26,7 +26,11 @@ std::shared_ptr<const Program> program() {
   return p;
 }
 
-std::unique_ptr<Runner> runner() { return Runner::load(program(), RunnerOptions{.threads = 1}); }
+std::unique_ptr<Runner> runner() {
+  RunnerOptions o;
+  o.threads = 1;
+  return Runner::load(program(), o);
+}
 
 std::vector<int64_t> tokens(size_t n, int64_t seed) {
   std::vector<int64_t> t(n);
