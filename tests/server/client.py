@@ -567,7 +567,20 @@ def c_speculative(a):
     return out
 
 
-CHECKS = {"basic": c_basic, "stream": c_stream, "concurrent": c_concurrent, "queue": c_queue, "disconnect": c_disconnect,
+def c_nan(a):
+    """A program whose logits are NaN: each request gets a 500 naming the position, and the server goes on."""
+    messages = []
+    for _ in range(2):
+        body = {"model": "m", "prompt": a.prompt, "max_tokens": 4, "temperature": 0}
+        status, _, resp = request("POST", "/v1/completions", body)
+        err = check_error(status, resp, 500, "completion of NaN logits")
+        expect("are NaN" in err["message"] and "predicting position" in err["message"], f"message: {err['message']}")
+        messages.append(err["message"])
+        health()
+    return {"messages": messages}
+
+
+CHECKS = {"nan": c_nan, "basic": c_basic, "stream": c_stream, "concurrent": c_concurrent, "queue": c_queue, "disconnect": c_disconnect,
           "bad": c_bad, "huge_prompt": c_huge_prompt, "framing": c_framing, "slow_clients": c_slow_clients, "slow_flood": c_slow_flood,
           "auth": c_auth, "cli": c_cli, "speculative": c_speculative}
 

@@ -7,6 +7,8 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <thread>
 
@@ -44,11 +46,11 @@ std::shared_ptr<const Program> program() {
 // A server running on a thread of its own until destroyed.
 class RunningServer {
  public:
-  explicit RunningServer(ServerOptions options) {
+  explicit RunningServer(ServerOptions options, std::shared_ptr<const Program> served = program()) {
     options.host = "127.0.0.1";
     options.port = 0;
     if (options.threads == 0) options.threads = 1;
-    server_ = std::make_unique<Server>(program(), options);
+    server_ = std::make_unique<Server>(served, options);
     port_ = server_->bind();
     thread_ = std::thread([this] { server_->serve(); });
   }
@@ -122,6 +124,33 @@ TEST(ServerHttp, CompletionsChatModelsAndHealth) {
   GenerationResult direct_chat = runner->generate(chat_prompt, config, {}, /*add_special_tokens=*/false);
   EXPECT_EQ(r.result["chat"]["choices"][0]["message"]["content"].get<std::string>(), as_json_text(direct_chat.text));
   EXPECT_EQ(r.result["chat"]["usage"]["prompt_tokens"].get<int64_t>(), direct_chat.stats.prompt_tokens);
+}
+
+// A program with a NaN in its final norm's weights: every completion is a 500 naming the token
+// and the position (never padding text), and the server keeps answering.
+TEST(ServerHttp, NanLogitsAre500sAndTheServerGoesOn) {
+  test::TempDir dir("server-nan");
+  const std::string path = dir.file("nan.hfs");
+  std::filesystem::copy_file(program_path(), path);
+  {
+    auto p = Program::load(path);
+    const TensorInfo* t = p->container().find("model.norm.weight");
+    ASSERT_NE(t, nullptr);
+    const size_t offset = size_t(p->container().tensor_data(*t) - p->file_data()) + 3 * dtype_size(t->dtype);
+    const uint32_t nan32 = 0x7fc00000u;
+    const uint16_t nan16 = 0x7e00;
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(std::streamoff(offset));
+    if (t->dtype == DType::F32)
+      f.write(reinterpret_cast<const char*>(&nan32), 4);
+    else
+      f.write(reinterpret_cast<const char*>(&nan16), 2);
+    ASSERT_TRUE(f.good());
+  }
+  RunningServer s(ServerOptions{}, Program::load(path));
+  auto r = client("nan", s.port());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.result["messages"][0].get<std::string>().find(path), std::string::npos) << r.output;
 }
 
 TEST(ServerHttp, StreamingFraming) {
