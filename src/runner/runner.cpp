@@ -103,10 +103,11 @@ void Runner::check_logits(std::span<const float> logits, size_t generated) const
   if (!any_nan) return;
   const auto nan = std::count_if(logits.begin(), logits.end(), [](float v) { return std::isnan(v); });
   const std::string program = program_path_.empty() ? std::string("the program") : program_path_;
-  fail(program_path_.empty() ? "" : program_path_ + ": ", "the logits of generated token ", generated,
-       " (predicting position ", context_.size(), ") are NaN in ", nan, " of ", logits.size(),
-       " entries: the weights or quantization scales may hold NaN or infinity (hfstatic validate --check-weights ",
-       program, " names them), or the activations overflowed");
+  throw ModelOutputError(
+      cat(program_path_.empty() ? "" : program_path_ + ": ", "the logits of generated token ", generated,
+          " (predicting position ", context_.size(), ") are NaN in ", nan, " of ", logits.size(),
+          " entries: the weights or quantization scales may hold NaN or infinity (hfstatic validate --check-weights ",
+          program, " names them), or the activations overflowed"));
 }
 
 void Runner::check_tokens(std::span<const int64_t> tokens) const {

@@ -17,6 +17,13 @@ class Drafter;
 class Tokenizer;
 class ThreadPool;
 
+// Thrown mid-generation when the model computed logits that cannot be sampled (NaN): the
+// program's fault, not the request's.
+class ModelOutputError : public Error {
+ public:
+  using Error::Error;
+};
+
 enum class StopReason { Eos, StopToken, StopString, Length, ContextFull, Stopped };
 const char* stop_reason_name(StopReason r);  // "eos", "stop_token", "stop_string", "length", "context_full", "stopped"
 
@@ -107,7 +114,7 @@ class Runner {
  private:
   // Throws Error when a token is outside the model's vocabulary.
   void check_tokens(std::span<const int64_t> tokens) const;
-  // Throws Error naming the token and the position when a logit to sample from is NaN.
+  // Throws ModelOutputError naming the token and the position when a logit to sample from is NaN.
   void check_logits(std::span<const float> logits, size_t generated) const;
   // Feeds the pending token and the prompt; returns how many tokens it fed. Throws Error.
   int64_t feed_prompt(std::span<const int64_t> prompt);

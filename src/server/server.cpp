@@ -471,6 +471,8 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
       GenerationResult g;
       try {
         g = run(lease.index(), prompt, cached, r.config, on_text);
+      } catch (const ModelOutputError& e) {
+        throw ApiError(500, e.what(), "", "generation_failed", "server_error");
       } catch (const Error& e) {
         throw ApiError(400, e.what(), chat ? "messages" : "prompt");
       }

@@ -99,7 +99,9 @@ TEST_F(HostileWeights, ZeroScalesAreNotesNotProblems) {
 TEST_F(HostileWeights, NanLogitsStopTheGenerationNamingThePosition) {
   const std::string path = export_tiny("nan-logits.hfs", WeightQuant{DType::I4, 32});
   poke(path, kDown + ".scales", 0, kF16Nan);
-  auto runner = Runner::load(path, RunnerOptions{.threads = 1});
+  RunnerOptions one_thread;
+  one_thread.threads = 1;
+  auto runner = Runner::load(path, one_thread);
   GenerationConfig config;
   config.max_new_tokens = 4;
   const std::vector<int64_t> prompt = {5, 6, 7};
