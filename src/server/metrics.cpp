@@ -28,18 +28,23 @@ const char* type_name(MetricsRegistry::Type t) {
   }
 }
 
-std::string escape_help(const std::string& s) {
+// s with backslashes and line feeds escaped, and double quotes too when `quotes` (label values).
+std::string escape(const std::string& s, bool quotes) {
   std::string out;
   for (char c : s) {
     if (c == '\\')
       out += "\\\\";
     else if (c == '\n')
       out += "\\n";
+    else if (c == '"' && quotes)
+      out += "\\\"";
     else
       out += c;
   }
   return out;
 }
+
+std::string escape_help(const std::string& s) { return escape(s, false); }
 
 // {a="x",b="y"} with `extra` (le="...") last; empty when there are no labels at all.
 std::string label_set(const std::vector<std::string>& names, const MetricsRegistry::Labels& values,
@@ -64,20 +69,7 @@ std::string metric_number(double v) {
   return buf;
 }
 
-std::string metric_label_value(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '"')
-      out += "\\\"";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out += c;
-  }
-  return out;
-}
+std::string metric_label_value(const std::string& v) { return escape(v, true); }
 
 void MetricsRegistry::declare(Family family) {
   if (!valid_name(family.name, true)) fail("metric name '", family.name, "' is not a Prometheus name");

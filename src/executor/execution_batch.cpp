@@ -1,0 +1,191 @@
+// Execution::run_batch: one run of several executions of a method together, their linear
+// steps as one product over the rows of all of them.
+#include <algorithm>
+#include <cstring>
+#include <deque>
+
+#include "executor/method.h"
+#include "kernels/thread_pool.h"
+
+namespace hfstatic {
+
+struct Execution::BatchState {
+  // A row operand of a batched step: its value, floats a row, and where the B rows lie in rows.
+  struct Row {
+    size_t value, floats, offset;
+  };
+  struct Step {
+    bool batched = false;
+    std::vector<Row> gather, scatter;
+    StepOperands operands;  // the row operands in `rows`, the others the weights
+  };
+  const Method* method = nullptr;
+  size_t size = 0;
+  int threads = 0;
+  std::vector<Step> steps;
+  std::deque<Shape> shapes;  // [1, B, N] of the row operands, where the operands point
+  Buffer rows;
+  kernels::Workspace workspace;  // the scratch of the batched steps on B rows
+};
+
+std::string Execution::batch_problem(std::span<Execution* const> batch) {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!batch[i]) return cat("execution ", i, " of the batch is null");
+    for (size_t j = 0; j < i; ++j)
+      if (batch[j] == batch[i]) return cat("execution ", i, " of the batch is execution ", j, " again");
+  }
+  if (batch.empty()) return {};
+  const Method& a = *batch[0]->method_;
+  for (size_t i = 1; i < batch.size(); ++i) {
+    const Method& b = *batch[i]->method_;
+    if (&a == &b) continue;
+    const std::string which = cat("execution ", i, " runs method '", b.name(), "' of ", b.program().path(),
+                                  ", execution 0 method '", a.name(), "' of ", a.program().path());
+    if (&a.program() != &b.program() || a.name() != b.name())
+      return cat(which, ": a batch runs one method of one loaded program");
+    bool same = a.kernels_ == b.kernels_ && a.idle_prefetch_ == b.idle_prefetch_ && a.steps_.size() == b.steps_.size();
+    for (size_t s = 0; same && s < a.steps_.size(); ++s)
+      same = a.steps_[s].first == b.steps_[s].first && a.steps_[s].count == b.steps_[s].count &&
+             a.steps_[s].folded == b.steps_[s].folded;
+    if (!same) return cat(which, ", loaded with other options (ISA, folding): their steps differ");
+  }
+  return {};
+}
+
+// A linear step runs batched when each row operand is a float32 [1, 1, N] activation and every
+// other operand a weight: the weights are the same for every execution of the method.
+void Execution::plan_batch(size_t size, int pool_threads) {
+  const Method& m = *method_;
+  if (!batch_) batch_ = std::make_shared<BatchState>();
+  BatchState& bs = *batch_;
+  if (bs.method == &m && bs.size == size && bs.threads == pool_threads) return;
+  bs.method = &m;
+  bs.size = size;
+  bs.threads = pool_threads;
+  bs.steps.assign(m.steps_.size(), {});
+  bs.shapes.clear();
+  constexpr size_t kAlignFloats = 16;
+  size_t rows_floats = 0;
+  std::vector<std::pair<Tensor*, size_t>> placed;  // row operands and their offsets in `rows`
+  for (size_t si = 0; si < m.steps_.size(); ++si) {
+    const Method::Step& step = m.steps_[si];
+    const size_t body = step.first + (step.folded ? 1 : 0);
+    const OpDef& op = *m.nodes_[body].op;
+    if (!op.takes_linear_fusion || !op.run_group || !op.plan || !step.has_rows) continue;
+    BatchState::Step& plan = bs.steps[si];
+    plan.operands = operands_[si];
+    const size_t placed_before = placed.size();
+    size_t floats = 0;
+    bool batchable = true;
+    // Points operand t (value id) at its rows in the buffer when it is a row operand.
+    auto place = [&](Tensor& t, size_t id, bool row, std::vector<BatchState::Row>& rows) {
+      const Method::Value& v = m.values_[id];
+      if (v.storage == Method::Storage::Folded) return;
+      if (!row) {
+        batchable = batchable && v.storage == Method::Storage::Weight;
+        return;
+      }
+      if (v.dtype != DType::F32 || v.shape.size() != 3 || v.shape[0] != 1 || v.shape[1] != 1) {
+        batchable = false;
+        return;
+      }
+      auto known = std::find_if(rows.begin(), rows.end(), [&](const BatchState::Row& r) { return r.value == id; });
+      size_t offset = floats;
+      if (known != rows.end()) {
+        offset = known->offset;
+      } else {
+        rows.push_back({id, size_t(v.shape[2]), offset});
+        floats += (size * size_t(v.shape[2]) + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+      }
+      t.shape = &bs.shapes.emplace_back(Shape{1, int64_t(size), v.shape[2]});
+      placed.emplace_back(&t, offset);
+    };
+    for (size_t n = 0; n < step.count; ++n) {
+      const Method::Node& node = m.nodes_[step.first + n];
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        const size_t id = step.folded && n > 0 && i == 0 ? m.nodes_[step.first].inputs[0] : node.inputs[i];
+        place(plan.operands.ins[n][i], id, node.op->row_inputs >> i & 1, plan.gather);
+      }
+      for (size_t i = 0; i < node.outputs.size(); ++i)
+        place(plan.operands.outs[n][i], node.outputs[i], node.op->row_outputs >> i & 1, plan.scatter);
+    }
+    if (!batchable) {
+      placed.resize(placed_before);
+      plan = {};
+      continue;
+    }
+    plan.batched = true;
+    rows_floats = std::max(rows_floats, floats);
+  }
+  bs.rows = Buffer(HeapAllocator::instance(), std::max<size_t>(rows_floats, 1) * sizeof(float));
+  for (auto [t, offset] : placed) t->data = bs.rows.as<float>() + offset;
+  kernels::ScratchNeed need;
+  for (size_t si = 0; si < m.steps_.size(); ++si) {
+    const BatchState::Step& plan = bs.steps[si];
+    if (!plan.batched) continue;
+    const Method::Step& step = m.steps_[si];
+    const Method::Node& head = m.nodes_[step.first];
+    const size_t body = step.first + (step.folded ? 1 : 0);
+    kernels::FoldedOp folded = kernels::FoldedOp::None;
+    if (step.folded)
+      folded = head.op->linear_fusion(plan.operands.ins[0], head.prepared.get()).norm_w ? kernels::FoldedOp::Norm
+                                                                                         : kernels::FoldedOp::Gate;
+    const std::span<const std::vector<Tensor>> ins(plan.operands.ins);
+    need.merge(m.nodes_[body].op->plan(*m.kernels_, false, ins.subspan(body - step.first),
+                                       m.nodes_[body].prepared.get(), folded)
+                   .scratch);
+  }
+  bs.workspace.reserve(need, pool_threads);
+}
+
+Status Execution::run_batch(std::span<Execution* const> batch, ThreadPool* pool) {
+  if (std::string problem = batch_problem(batch); !problem.empty()) return Status::error(cat("run_batch: ", problem));
+  if (batch.empty()) return {};
+  if (batch.size() == 1) return batch[0]->run(pool);
+  for (Execution* e : batch)
+    if (Status s = e->check_bound(); !s.ok()) return s;
+  ScopedThreadPool scoped(pool);
+  const int pool_threads = pool ? pool->threads() : 1;
+  Execution& lead = *batch[0];
+  const Method& m = *lead.method_;
+  int threads = 1;
+  bool few_rows = true;  // every execution runs a one-row linear on the few-rows variant
+  for (Execution* e : batch) {
+    threads = e->prepare_run(pool_threads);
+    few_rows = few_rows && e->active_rows_ < 0 && e->kernel_rows_ != &e->method_->many_rows_kernels_;
+  }
+  lead.plan_batch(batch.size(), pool_threads);
+  BatchState& bs = *lead.batch_;
+  StepCut cut;
+  for (size_t si = 0; si < m.steps_.size(); ++si) {
+    ScopedIdlePrefetch idle(threads > 1 ? std::span<const PrefetchRange>(lead.idle_plans_[si])
+                                        : std::span<const PrefetchRange>());
+    const BatchState::Step& plan = bs.steps[si];
+    const size_t sliceable = m.steps_[si].sliceable_output;
+    bool batched = plan.batched && few_rows;
+    for (Execution* e : batch)
+      batched = batched && (sliceable == SIZE_MAX || e->output_rows_[sliceable].second < 0);
+    if (!batched) {
+      for (Execution* e : batch) {
+        kernels::ScopedWorkspace scratch(&e->workspace_);
+        if (Status s = e->run_step(si, cut); !s.ok()) return s;
+      }
+      continue;
+    }
+    float* rows = bs.rows.as<float>();
+    for (size_t b = 0; b < batch.size(); ++b)
+      for (const auto& r : plan.gather)
+        std::memcpy(rows + r.offset + b * r.floats, batch[b]->tensor(r.value).data, r.floats * sizeof(float));
+    {
+      kernels::ScopedWorkspace scratch(&bs.workspace);
+      if (Status s = lead.run_nodes(si, m.few_rows_kernels_, plan.operands.ins, plan.operands.outs); !s.ok())
+        return s;
+    }
+    for (size_t b = 0; b < batch.size(); ++b)
+      for (const auto& r : plan.scatter)
+        std::memcpy(batch[b]->tensor(r.value).data, rows + r.offset + b * r.floats, r.floats * sizeof(float));
+  }
+  return {};
+}
+
+}  // namespace hfstatic
