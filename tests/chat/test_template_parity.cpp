@@ -69,7 +69,7 @@ std::pair<ordered_json, ordered_json> run_references() {
       "' > '" + cases_file + "'");
   ordered_json cases = ordered_json::parse(std::ifstream(cases_file));
   // The test Python, else the one on the PATH: the first that has jinja2.
-  for (const std::string python : {std::string(HFSTATIC_PYTHON), std::string("python3")}) {
+  for (const std::string& python : {std::string(HFSTATIC_PYTHON), std::string("python3")}) {
     if (std::system(("'" + python + "' -c 'import jinja2' > /dev/null 2>&1").c_str()) != 0) continue;
     return {cases,
             ordered_json::parse(run("'" + python + "' '" + kReferenceDir + "/chat_jinja2.py' < '" + cases_file + "'"))};
