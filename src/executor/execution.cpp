@@ -148,7 +148,7 @@ void Execution::bind_operands() {
   operands_valid_ = true;
 }
 
-Status Execution::run(ThreadPool* pool) {
+Status Execution::check_bound() const {
   const Method& m = *method_;
   for (size_t i = 0; i < inputs_.size(); ++i)
     if (!inputs_[i])
@@ -159,58 +159,78 @@ Status Execution::run(ThreadPool* pool) {
       return Status::error(cat(m.program().path(), ": method '", m.name(), "': output ", i, " '",
                                m.spec().outputs[i].name,
                                "' is unplanned and has no bound buffer; bind one before running"));
-  ScopedThreadPool scoped(pool);
-  const int pool_threads = pool ? pool->threads() : 1;
+  return {};
+}
+
+int Execution::prepare_run(int pool_threads) {
+  const Method& m = *method_;
   if (workspace_threads_ != pool_threads) {
     workspace_.reserve(m.scratch_, pool_threads);
     workspace_threads_ = pool_threads;
   }
-  kernels::ScopedWorkspace scratch(&workspace_);
   const int threads = m.idle_prefetch_ ? pool_threads : 1;
   if (threads > 1 && idle_plans_threads_ != threads) plan_idle_prefetch(threads);
   if (!operands_valid_) bind_operands();
-  std::vector<std::vector<Tensor>> cut_ins, cut_outs;  // a step's operands cut to the wanted rows
-  std::vector<Shape> slices;                           // their shapes, alive while the step runs
-  for (size_t si = 0; si < m.steps_.size(); ++si) {
-    const Method::Step& step = m.steps_[si];
-    const Method::Node& head = m.nodes_[step.first];
+  return threads;
+}
+
+Status Execution::run_step(size_t si, StepCut& cut) {
+  const Method& m = *method_;
+  const Method::Step& step = m.steps_[si];
+  const std::vector<std::vector<Tensor>>* ins = &operands_[si].ins;
+  const std::vector<std::vector<Tensor>>* outs = &operands_[si].outs;
+  // The rows to compute: those wanted of the step's output (by kernels picked for that many),
+  // else the active rows, or all (by the kernels of all rows).
+  const kernels::KernelTable* k = &m.planned_kernels_;
+  int64_t begin = 0, end = active_rows_;
+  if (step.sliceable_output != SIZE_MAX && output_rows_[step.sliceable_output].second >= 0) {
+    std::tie(begin, end) = output_rows_[step.sliceable_output];
+    k = m.kernels_;
+  }
+  if (kernel_rows_) k = kernel_rows_;
+  if (step.has_rows && end >= 0) {
+    cut.ins = *ins;
+    cut.outs = *outs;
+    slice_rows(si, begin, end, cut.ins, cut.outs, cut.slices);
+    ins = &cut.ins;
+    outs = &cut.outs;
+  }
+  return run_nodes(si, *k, *ins, *outs);
+}
+
+Status Execution::run_nodes(size_t si, const kernels::KernelTable& k, const std::vector<std::vector<Tensor>>& ins,
+                            const std::vector<std::vector<Tensor>>& outs) const {
+  const Method& m = *method_;
+  const Method::Step& step = m.steps_[si];
+  const Method::Node& head = m.nodes_[step.first];
+  Status s;
+  if (step.folded) {
+    // Node 0 is computed inside the group of the others, which read its input through it.
+    const kernels::LinearFusion fusion = head.op->linear_fusion(ins[0], head.prepared.get());
+    const std::span<const std::vector<Tensor>> step_ins(ins), step_outs(outs);
+    s = m.nodes_[step.first + 1].op->run_group(k, step_ins.subspan(1), step_outs.subspan(1), &fusion);
+  } else if (step.count == 1) {
+    s = head.op->run(k, ins[0], outs[0], head.prepared.get());
+  } else {
+    s = head.op->run_group(k, ins, outs, nullptr);
+  }
+  if (s.ok()) return s;
+  const std::string nodes =
+      step.count == 1 ? cat("node ", step.first) : cat("nodes ", step.first, "-", step.first + step.count - 1);
+  return Status::error(
+      cat(m.program().path(), ": method '", m.name(), "' ", nodes, " (", head.op->name, "): ", s.message()));
+}
+
+Status Execution::run(ThreadPool* pool) {
+  if (Status s = check_bound(); !s.ok()) return s;
+  ScopedThreadPool scoped(pool);
+  const int threads = prepare_run(pool ? pool->threads() : 1);
+  kernels::ScopedWorkspace scratch(&workspace_);
+  StepCut cut;
+  for (size_t si = 0; si < method_->steps_.size(); ++si) {
     ScopedIdlePrefetch idle(threads > 1 ? std::span<const PrefetchRange>(idle_plans_[si])
                                         : std::span<const PrefetchRange>());
-    const std::vector<std::vector<Tensor>>* ins = &operands_[si].ins;
-    const std::vector<std::vector<Tensor>>* outs = &operands_[si].outs;
-    // The rows to compute: those wanted of the step's output (by kernels picked for that many),
-    // else the active rows, or all (by the kernels of all rows).
-    const kernels::KernelTable* k = &m.planned_kernels_;
-    int64_t begin = 0, end = active_rows_;
-    if (step.sliceable_output != SIZE_MAX && output_rows_[step.sliceable_output].second >= 0) {
-      std::tie(begin, end) = output_rows_[step.sliceable_output];
-      k = m.kernels_;
-    }
-    if (kernel_rows_) k = kernel_rows_;
-    if (step.has_rows && end >= 0) {
-      cut_ins = *ins;
-      cut_outs = *outs;
-      slice_rows(si, begin, end, cut_ins, cut_outs, slices);
-      ins = &cut_ins;
-      outs = &cut_outs;
-    }
-    Status s;
-    if (step.folded) {
-      // Node 0 is computed inside the group of the others, which read its input through it.
-      const kernels::LinearFusion fusion = head.op->linear_fusion((*ins)[0], head.prepared.get());
-      const std::span<const std::vector<Tensor>> step_ins(*ins), step_outs(*outs);
-      s = m.nodes_[step.first + 1].op->run_group(*k, step_ins.subspan(1), step_outs.subspan(1), &fusion);
-    } else if (step.count == 1) {
-      s = head.op->run(*k, (*ins)[0], (*outs)[0], head.prepared.get());
-    } else {
-      s = head.op->run_group(*k, *ins, *outs, nullptr);
-    }
-    if (!s.ok()) {
-      const std::string nodes =
-          step.count == 1 ? cat("node ", step.first) : cat("nodes ", step.first, "-", step.first + step.count - 1);
-      return Status::error(
-          cat(m.program().path(), ": method '", m.name(), "' ", nodes, " (", head.op->name, "): ", s.message()));
-    }
+    if (Status s = run_step(si, cut); !s.ok()) return s;
   }
   return {};
 }

@@ -129,10 +129,10 @@ void Execution::plan_batch(size_t size, int pool_threads) {
     kernels::FoldedOp folded = kernels::FoldedOp::None;
     if (step.folded)
       folded = head.op->linear_fusion(plan.operands.ins[0], head.prepared.get()).norm_w ? kernels::FoldedOp::Norm
-                                                                                         : kernels::FoldedOp::Gate;
+                                                                                        : kernels::FoldedOp::Gate;
     const std::span<const std::vector<Tensor>> ins(plan.operands.ins);
-    need.merge(m.nodes_[body].op->plan(*m.kernels_, false, ins.subspan(body - step.first),
-                                       m.nodes_[body].prepared.get(), folded)
+    need.merge(m.nodes_[body]
+                   .op->plan(*m.kernels_, false, ins.subspan(body - step.first), m.nodes_[body].prepared.get(), folded)
                    .scratch);
   }
   bs.workspace.reserve(need, pool_threads);
@@ -163,8 +163,7 @@ Status Execution::run_batch(std::span<Execution* const> batch, ThreadPool* pool)
     const BatchState::Step& plan = bs.steps[si];
     const size_t sliceable = m.steps_[si].sliceable_output;
     bool batched = plan.batched && few_rows;
-    for (Execution* e : batch)
-      batched = batched && (sliceable == SIZE_MAX || e->output_rows_[sliceable].second < 0);
+    for (Execution* e : batch) batched = batched && (sliceable == SIZE_MAX || e->output_rows_[sliceable].second < 0);
     if (!batched) {
       for (Execution* e : batch) {
         kernels::ScopedWorkspace scratch(&e->workspace_);
@@ -178,8 +177,7 @@ Status Execution::run_batch(std::span<Execution* const> batch, ThreadPool* pool)
         std::memcpy(rows + r.offset + b * r.floats, batch[b]->tensor(r.value).data, r.floats * sizeof(float));
     {
       kernels::ScopedWorkspace scratch(&bs.workspace);
-      if (Status s = lead.run_nodes(si, m.few_rows_kernels_, plan.operands.ins, plan.operands.outs); !s.ok())
-        return s;
+      if (Status s = lead.run_nodes(si, m.few_rows_kernels_, plan.operands.ins, plan.operands.outs); !s.ok()) return s;
     }
     for (size_t b = 0; b < batch.size(); ++b)
       for (const auto& r : plan.scatter)

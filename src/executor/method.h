@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -194,6 +195,18 @@ class Execution {
   // Runs every node; returns an error naming the unbound input/output or the failing node.
   Status run(ThreadPool* pool = nullptr);
 
+  // Runs every execution of `batch` (each bound to its own inputs, outputs and state) as run()
+  // would, step by step together: a linear step whose row operands are [1, 1, N] runs once over
+  // the rows of all of them with the few-rows kernels (matrix-vector products, which read each
+  // weight row once for all the rows and compute each row from its own inputs only, so every
+  // row is bit for bit its one-row run); every other step runs per execution. The gathered rows
+  // and the scratch of B rows are kept by batch[0], made once per batch size. Returns an error
+  // for a batch that batch_problem() refuses, or as run() does.
+  static Status run_batch(std::span<Execution* const> batch, ThreadPool* pool = nullptr);
+  // Why `batch` cannot run together (one line), or empty: a null or repeated execution, or
+  // executions of different methods, programs or load options.
+  static std::string batch_problem(std::span<Execution* const> batch);
+
  private:
   // The tensor of value id as bound now (a folded value has no data).
   Tensor tensor(size_t id) const;
@@ -204,6 +217,21 @@ class Execution {
                   std::vector<std::vector<Tensor>>& outs, std::vector<Shape>& slices) const;
   // Makes operands_ from the bindings.
   void bind_operands();
+  // run()'s parts: the binding errors; the workspace, idle plans and operands for a pool of
+  // `pool_threads` (returns the threads that prefetch while idle); one step.
+  Status check_bound() const;
+  int prepare_run(int pool_threads);
+  struct StepCut {  // a step's operands cut to the wanted rows, and their shapes
+    std::vector<std::vector<Tensor>> ins, outs;
+    std::vector<Shape> slices;
+  };
+  Status run_step(size_t step, StepCut& cut);
+  // Runs step's nodes with the table k on these operands.
+  Status run_nodes(size_t step, const kernels::KernelTable& k, const std::vector<std::vector<Tensor>>& ins,
+                   const std::vector<std::vector<Tensor>>& outs) const;
+  // run_batch's plan for `size` executions of this one's method (execution_batch.cpp).
+  struct BatchState;
+  void plan_batch(size_t size, int pool_threads);
 
   // A step's nodes' operands as bound: a folded step's linears read its input through the
   // folded op (their first input is the folded op's).
@@ -228,6 +256,7 @@ class Execution {
   // Per step, its operands as bound now; remade when a binding changes (operands_valid_ false).
   std::vector<StepOperands> operands_;
   bool operands_valid_ = false;
+  std::shared_ptr<BatchState> batch_;  // run_batch's, when this execution leads a batch
 };
 
 }  // namespace hfstatic
