@@ -41,6 +41,8 @@ class HfStaticIOManager : public IOManager {
   void prepare(StepKind kind, int64_t start_pos, std::span<const int64_t> tokens) override;
   void bind() override;
   Status run(ThreadPool* pool) override;
+  Execution* decode_execution() override { return decode_.execution.get(); }
+  void decode_ran(const Status& s) override { ran_ = s.ok(); }
 
   // The four duties of the contract, each a hook so that tests can show what breaks without it.
   virtual std::vector<std::string> validate(const Program& program) const;

@@ -14,6 +14,7 @@
 
 namespace hfstatic {
 
+class Execution;
 class ThreadPool;
 
 // What a runner needs to know about the model behind an IOManager.
@@ -77,12 +78,26 @@ class IOManager {
   virtual void set_all_logits(bool all);
   virtual std::span<const float> row_logits(int64_t row) const;
 
+  // One decode step of each manager together: ios[i] decodes tokens[i] at positions[i], its
+  // inputs prepared and its logits and state left exactly as its own step(StepKind::Decode, ...)
+  // leaves them, bit for bit, while the linear products of all read the weights once
+  // (Execution::run_batch). The managers must have loaded the same program with the same
+  // options. Throws Error (nothing has run) for managers that cannot run together, sizes that
+  // differ, a position that does not fit or a token outside the vocabulary; returns the run's
+  // error if it fails.
+  static Status decode_batch(std::span<IOManager* const> ios, std::span<const int64_t> positions,
+                             std::span<const int64_t> tokens, ThreadPool* pool = nullptr);
+
  protected:
   // The parts of step(), in order. prepare() writes tokens, positions, mask and counters and
   // throws Error on a bad step; bind() binds the prepared method's inputs and outputs.
   virtual void prepare(StepKind kind, int64_t start_pos, std::span<const int64_t> tokens) = 0;
   virtual void bind() = 0;
   virtual Status run(ThreadPool* pool) = 0;
+  // decode_batch's parts: the Execution a prepared decode step runs (null: this manager cannot
+  // decode in a batch), and what run() does once that Execution has run with status s.
+  virtual Execution* decode_execution() { return nullptr; }
+  virtual void decode_ran(const Status& s) {}
 };
 
 using IOManagerFactory = std::function<std::unique_ptr<IOManager>()>;

@@ -97,7 +97,8 @@ TEST_P(DecodeBatch, EachSequenceIsBitIdenticalToItsOwnDecodeStep) {
   ThreadPool pool(2);
   // Which sequences decode at each step, in batch order: 5, 3, 4, 2, 1 and 5 again, the lead
   // (the first) changing.
-  const std::vector<std::vector<size_t>> steps = {{0, 1, 2, 3, 4}, {0, 2, 4}, {1, 2, 3, 4}, {3, 1}, {2}, {4, 0, 1, 3, 2}};
+  const std::vector<std::vector<size_t>> steps = {{0, 1, 2, 3, 4}, {0, 2, 4}, {1, 2, 3, 4},
+                                                  {3, 1},          {2},       {4, 0, 1, 3, 2}};
   for (const Variant& v : kVariants) {
     auto program = export_variant(dir, GetParam(), v);
     for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool}) {
@@ -157,9 +158,11 @@ TEST(DecodeBatchErrors, RefusedBatchesRunNothing) {
   EXPECT_THAT(refusal({a.get(), b.get()}, {4}, {1, 2}), HasSubstr("each manager takes one of each"));
   EXPECT_THAT(refusal({a.get(), a.get()}, {4, 4}, {1, 2}), HasSubstr("execution 1 of the batch is execution 0 again"));
   EXPECT_THAT(refusal({a.get(), nullptr}, {4, 4}, {1, 2}), HasSubstr("manager 1 is null"));
-  EXPECT_THAT(refusal({a.get(), other.get()}, {4, 4}, {1, 2}), HasSubstr("a batch runs one method of one loaded program"));
+  EXPECT_THAT(refusal({a.get(), other.get()}, {4, 4}, {1, 2}),
+              HasSubstr("a batch runs one method of one loaded program"));
   EXPECT_THAT(refusal({a.get(), b_unfolded.get()}, {4, 4}, {1, 2}), HasSubstr("loaded with other options"));
-  EXPECT_THAT(refusal({a.get(), b.get()}, {4, C}, {1, 2}), HasSubstr("manager 1: decode step at start_pos 48 does not fit"));
+  EXPECT_THAT(refusal({a.get(), b.get()}, {4, C}, {1, 2}),
+              HasSubstr("manager 1: decode step at start_pos 48 does not fit"));
   EXPECT_THAT(refusal({a.get(), b.get()}, {-1, 4}, {1, 2}), HasSubstr("manager 0: decode step at start_pos -1"));
   EXPECT_THAT(refusal({a.get(), b.get()}, {4, 4}, {1, 100000}), HasSubstr("manager 1: token id 100000 is outside"));
   ASSERT_EQ(a->logits().size(), before.size());
