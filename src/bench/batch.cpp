@@ -20,8 +20,7 @@ double median(std::vector<double> v) {
 }
 
 // Seconds of n lockstep decode steps of every manager in `ios`, each fed its prompt first.
-double time_lockstep(std::span<IOManager* const> ios, const std::vector<int64_t>& prompt, int64_t n,
-                     ThreadPool* pool) {
+double time_lockstep(std::span<IOManager* const> ios, const std::vector<int64_t>& prompt, int64_t n, ThreadPool* pool) {
   const int64_t start = int64_t(prompt.size());
   for (IOManager* io : ios) {
     io->reset();

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "bench/batch.h"
 #include "bench/bench.h"
 #include "bench/speculation.h"
 #include "cli/args.h"
@@ -29,7 +30,7 @@ std::string percent_or_unknown(const nlohmann::json& fraction) {
 int run_bench_command(const std::vector<std::string>& argv) {
   Args args(argv,
             {"-m|--model", "-p|--prompt", "-n|--gen", "-r|--reps", "-t|--threads", "--bandwidth-mib", kMaxBufferFlag,
-             "--lookup"},
+             "--lookup", "--batch"},
             {"--json", "--no-ceilings"});
   args.expect_positional(0, "");
   auto model = args.get("--model");
@@ -44,8 +45,10 @@ int run_bench_command(const std::vector<std::string>& argv) {
   o.ceilings = !args.has("--no-ceilings");
   o.runtime = runtime_options(args);
   const int64_t lookup = args.get_int("--lookup", 0, 1, 64);
+  const int64_t batch = args.get_int("--batch", 0, 1, 256);
   bench::BenchResult r = bench::run_bench(o);
   if (lookup > 0) r.json["speculation"] = bench::run_speculation_bench(o, lookup);
+  if (batch > 0) r.json["batch"] = bench::run_batch_bench(o, batch);
   const nlohmann::json& j = r.json;
   if (args.has("--json")) {
     std::printf("%s\n", j.dump(2).c_str());
@@ -108,6 +111,16 @@ int run_bench_command(const std::vector<std::string>& argv) {
                   c["speedup"].get<double>());
     std::printf("\n");
   }
+  if (j.contains("batch")) {
+    const auto& b = j["batch"];
+    const auto &one = b["single"], &all = b["batched"];
+    std::printf(
+        "batch    %lld streams, %lld decode steps: %.1f tokens/s together (%.2fx one stream's %.1f), %.2f ms a token "
+        "of each stream (%.2fx one stream's %.2f)\n",
+        (long long)b["streams"].get<int64_t>(), (long long)b["tokens"].get<int64_t>(),
+        all["tokens_per_s"].get<double>(), all["speedup"].get<double>(), one["tokens_per_s"].get<double>(),
+        all["ms_per_token"].get<double>(), all["latency_ratio"].get<double>(), one["ms_per_token"].get<double>());
+  }
   if (ceil) {
     const auto& mc = j["machine"];
     std::printf(
@@ -124,10 +137,11 @@ int run_bench_command(const std::vector<std::string>& argv) {
 
 HFSTATIC_COMMAND("bench", "measure prefill/decode throughput against the machine's bandwidth and FMA peak",
                  "-m FILE [-p PROMPT_TOKENS=128] [-n GEN_TOKENS=64] [-r REPS=5] [-t THREADS] [--json]\n"
-                 "       [--no-ceilings] [--bandwidth-mib N=1024] [--max-buffer-mib N] [--lookup K]\n"
+                 "       [--no-ceilings] [--bandwidth-mib N=1024] [--max-buffer-mib N] [--lookup K] [--batch B]\n"
                  "  pp: the prompt fed from an empty cache (ttft: its time); tg: -n decode steps after the prompt.\n"
                  "  --lookup K: greedy -n tokens with prompt lookup of up to K drafts against plain decoding,\n"
                  "  and with drafts that are the greedy continuation (k = 1, 2, 4, 8).\n"
+                 "  --batch B: B sequences fed the prompt, then -n decode steps of all B together, against one.\n"
                  "  HFSTATIC_ISA=scalar|avx2|avx2-vnni|avx512|avx512-vnni caps the kernel ISA;\n"
                  "  HFSTATIC_HUGE_PAGES=0 maps the weights (and the bandwidth buffer) without huge pages.",
                  run_bench_command);
