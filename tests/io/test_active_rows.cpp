@@ -19,36 +19,18 @@
 #include "io/hf_static_io_manager.h"
 #include "kernels/scratch.h"
 #include "kernels/thread_pool.h"
+#include "preset_variants.h"
 #include "test_support.h"
 
 namespace hfstatic {
 namespace {
 
+using test::kVariants;
+using test::tiny_presets;
+using test::tokens;
+using test::Variant;
+
 constexpr int64_t T = 16, C = 48;  // prefill_len, max_context
-
-struct Variant {
-  const char* name;
-  DType cache;
-  std::optional<WeightQuant> quant;
-  bool repeat_state;
-};
-const Variant kVariants[] = {{"float32-cache", DType::F32, std::nullopt, false},
-                             {"float16-cache-repeat", DType::F16, std::nullopt, true},
-                             {"int8", DType::F16, WeightQuant{DType::I8, 32}, false},
-                             {"int4", DType::F32, WeightQuant{DType::I4, 32}, false}};
-
-std::vector<std::string> tiny_presets() {
-  std::vector<std::string> out;
-  for (const auto& p : checkpoint_presets())
-    if (p.name.rfind("tiny", 0) == 0 && p.name != "tiny-wide") out.push_back(p.name);
-  return out;
-}
-
-std::vector<int64_t> tokens(int64_t n, int64_t seed) {
-  std::vector<int64_t> out;
-  for (int64_t i = 0; i < n; ++i) out.push_back((seed * 31 + i * 7) % 250 + 1);
-  return out;
-}
 
 class ActiveRows : public testing::TestWithParam<std::string> {
  protected:
@@ -65,15 +47,7 @@ class ActiveRows : public testing::TestWithParam<std::string> {
 
   // The parameter's preset exported as `v`.
   std::shared_ptr<const Program> export_variant(const Variant& v) {
-    ExportOptions o;
-    o.graph.prefill_len = T;
-    o.graph.max_context = C;
-    o.graph.cache_dtype = v.cache;
-    o.graph.repeat_state = v.repeat_state;
-    o.quant = v.quant;
-    const std::string path = dir.file(std::string(v.name) + ".hfs");
-    export_program(test::cached_checkpoint(GetParam(), 3), path, o);
-    return Program::load(path);
+    return test::export_variant(dir, GetParam(), v, T, C);
   }
 
   static std::unique_ptr<IOManager> load(const std::shared_ptr<const Program>& program, bool active) {

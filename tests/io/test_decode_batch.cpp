@@ -18,49 +18,19 @@
 #include "io/hf_static_io_manager.h"
 #include "kernels/scratch.h"
 #include "kernels/thread_pool.h"
+#include "preset_variants.h"
 #include "test_support.h"
 
 namespace hfstatic {
 namespace {
 
+using test::kVariants;
+using test::tiny_presets;
+using test::tokens;
+using test::Variant;
+
 constexpr int64_t T = 16, C = 48;  // prefill_len, max_context
 constexpr size_t kSequences = 5;
-
-struct Variant {
-  const char* name;
-  DType cache;
-  std::optional<WeightQuant> quant;
-  bool repeat_state;
-};
-const Variant kVariants[] = {{"float32-cache", DType::F32, std::nullopt, false},
-                             {"float16-cache-repeat", DType::F16, std::nullopt, true},
-                             {"int8", DType::F16, WeightQuant{DType::I8, 32}, false},
-                             {"int4", DType::F32, WeightQuant{DType::I4, 32}, false}};
-
-std::vector<std::string> tiny_presets() {
-  std::vector<std::string> out;
-  for (const auto& p : checkpoint_presets())
-    if (p.name.rfind("tiny", 0) == 0 && p.name != "tiny-wide") out.push_back(p.name);
-  return out;
-}
-
-std::vector<int64_t> tokens(int64_t n, int64_t seed) {
-  std::vector<int64_t> out;
-  for (int64_t i = 0; i < n; ++i) out.push_back((seed * 31 + i * 7) % 250 + 1);
-  return out;
-}
-
-std::shared_ptr<const Program> export_variant(const test::TempDir& dir, const std::string& preset, const Variant& v) {
-  ExportOptions o;
-  o.graph.prefill_len = T;
-  o.graph.max_context = C;
-  o.graph.cache_dtype = v.cache;
-  o.graph.repeat_state = v.repeat_state;
-  o.quant = v.quant;
-  const std::string path = dir.file(preset + "-" + v.name + ".hfs");
-  export_program(test::cached_checkpoint(preset, 3), path, o);
-  return Program::load(path);
-}
 
 std::unique_ptr<IOManager> load(const std::shared_ptr<const Program>& program, const RuntimeOptions& runtime = {}) {
   return IOManagerRegistry::instance().load(program, HeapAllocator::instance(), runtime);
@@ -100,7 +70,7 @@ TEST_P(DecodeBatch, EachSequenceIsBitIdenticalToItsOwnDecodeStep) {
   const std::vector<std::vector<size_t>> steps = {{0, 1, 2, 3, 4}, {0, 2, 4}, {1, 2, 3, 4},
                                                   {3, 1},          {2},       {4, 0, 1, 3, 2}};
   for (const Variant& v : kVariants) {
-    auto program = export_variant(dir, GetParam(), v);
+    auto program = test::export_variant(dir, GetParam(), v, T, C);
     for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool}) {
       const std::string where = GetParam() + " " + v.name + (threads ? " threads=2" : " threads=1");
       std::vector<std::unique_ptr<IOManager>> batched, alone;
@@ -144,8 +114,8 @@ INSTANTIATE_TEST_SUITE_P(Presets, DecodeBatch, testing::ValuesIn(tiny_presets())
 // their last step.
 TEST(DecodeBatchErrors, RefusedBatchesRunNothing) {
   test::TempDir dir("decode-batch-errors");
-  auto program = export_variant(dir, "tiny", kVariants[0]);
-  auto other_program = export_variant(dir, "tiny", kVariants[2]);
+  auto program = test::export_variant(dir, "tiny", kVariants[0], T, C);
+  auto other_program = test::export_variant(dir, "tiny", kVariants[2], T, C);
   RuntimeOptions unfolded;
   unfolded.fold_ops = false;
   auto a = load(program), b = load(program), other = load(other_program), b_unfolded = load(program, unfolded);
