@@ -181,7 +181,7 @@ Status Execution::run_step(size_t si, StepCut& cut) {
   const std::vector<std::vector<Tensor>>* outs = &operands_[si].outs;
   // The rows to compute: those wanted of the step's output (by kernels picked for that many),
   // else the active rows, or all (by the kernels of all rows).
-  const kernels::KernelTable* k = &m.planned_kernels_;
+  const kernels::KernelTable* k = m.planned_kernels_;
   int64_t begin = 0, end = active_rows_;
   if (step.sliceable_output != SIZE_MAX && output_rows_[step.sliceable_output].second >= 0) {
     std::tie(begin, end) = output_rows_[step.sliceable_output];

@@ -124,16 +124,12 @@ void Execution::plan_batch(size_t size, int pool_threads) {
     const BatchState::Step& plan = bs.steps[si];
     if (!plan.batched) continue;
     const Method::Step& step = m.steps_[si];
-    const Method::Node& head = m.nodes_[step.first];
     const size_t body = step.first + (step.folded ? 1 : 0);
-    kernels::FoldedOp folded = kernels::FoldedOp::None;
-    if (step.folded)
-      folded = head.op->linear_fusion(plan.operands.ins[0], head.prepared.get()).norm_w ? kernels::FoldedOp::Norm
-                                                                                        : kernels::FoldedOp::Gate;
     const std::span<const std::vector<Tensor>> ins(plan.operands.ins);
-    need.merge(m.nodes_[body]
-                   .op->plan(*m.kernels_, false, ins.subspan(body - step.first), m.nodes_[body].prepared.get(), folded)
-                   .scratch);
+    need.merge(
+        m.nodes_[body]
+            .op->plan(*m.kernels_, false, ins.subspan(body - step.first), m.nodes_[body].prepared.get(), step.folded_op)
+            .scratch);
   }
   bs.workspace.reserve(need, pool_threads);
 }

@@ -100,6 +100,7 @@ class Method {
   struct Step {
     size_t first, count;
     bool folded = false;
+    kernels::FoldedOp folded_op = kernels::FoldedOp::None;  // what a folded step's first node is, for planning
     // The method output that only this step's row-wise nodes produce, read by no node and the
     // only value of the step read outside it: run() may compute only the rows the caller wants.
     size_t sliceable_output = SIZE_MAX;
@@ -153,7 +154,8 @@ class Method {
   // wants of its output (set_output_rows) runs the first; set_kernel_rows picks one of the
   // last two.
   const kernels::KernelTable* kernels_ = nullptr;
-  kernels::KernelTable planned_kernels_{}, few_rows_kernels_{}, many_rows_kernels_{};
+  kernels::KernelTable few_rows_kernels_{}, many_rows_kernels_{};
+  const kernels::KernelTable* planned_kernels_ = nullptr;  // one of the three above
   std::vector<StepPlan> step_plans_;
   kernels::ScratchNeed scratch_;
   int64_t rows_ = 0;
@@ -188,8 +190,6 @@ class Execution {
   // back to the method's own (the default). Throws Error for a negative count.
   void set_kernel_rows(int64_t rows);
   void* input_data(size_t i) const { return inputs_[i]; }
-  // The scratch of the runs so far, and how often a kernel asked for more than the plan declared.
-  const kernels::Workspace& workspace() const { return workspace_; }
   // Address of output i: the input it aliases, the arena slot, or the bound buffer.
   void* output_data(size_t i) const;
   // Runs every node; returns an error naming the unbound input/output or the failing node.

@@ -15,11 +15,16 @@ std::string op_count(const char* op, size_t count) {
 }  // namespace
 
 void Method::plan_kernels() {
-  planned_kernels_ = rows_ > 0 ? kernels_->for_rows(rows_) : *kernels_;
   few_rows_kernels_ = kernels_->for_rows(1);
   many_rows_kernels_ = kernels_->for_rows(kernels::kManyRows);
   const bool planned_many = rows_ >= kernels::kManyRows;
-  for (const Step& step : steps_) {
+  planned_kernels_ = planned_many ? &many_rows_kernels_ : rows_ > 0 ? &few_rows_kernels_ : kernels_;
+  // An operand as planning sees it: weights with their data, the others with their shapes only.
+  auto at_load = [&](size_t id) {
+    const Value& v = values_[id];
+    return Tensor{const_cast<uint8_t*>(v.weight), v.dtype, &v.shape};
+  };
+  for (Step& step : steps_) {
     const size_t body = step.folded ? step.first + 1 : step.first;  // the node whose op runs the step
     const Node& head = nodes_[step.first];
     const Node& runs = nodes_[body];
@@ -29,26 +34,20 @@ void Method::plan_kernels() {
     plan.sliceable = step.sliceable_output != SIZE_MAX;
     plan.ops = step.folded ? std::string(head.op->name) + " + " + op_count(runs.op->name, step.count - 1)
                            : op_count(runs.op->name, step.count);
+    if (step.folded) {
+      std::vector<Tensor> head_ins;
+      for (size_t id : head.inputs) head_ins.push_back(at_load(id));
+      step.folded_op = head.op->linear_fusion(head_ins, head.prepared.get()).norm_w ? kernels::FoldedOp::Norm
+                                                                                    : kernels::FoldedOp::Gate;
+    }
     if (runs.op->plan) {
-      // Weights with their data; the planned sizes need only the others' shapes.
       std::vector<std::vector<Tensor>> ins;
       for (size_t k = body; k < step.first + step.count; ++k) {
         ins.emplace_back();
-        for (size_t id : nodes_[k].inputs) {
-          const Value& v = values_[id];
-          ins.back().push_back({const_cast<uint8_t*>(v.weight), v.dtype, &v.shape});
-        }
+        for (size_t id : nodes_[k].inputs) ins.back().push_back(at_load(id));
       }
-      kernels::FoldedOp folded = kernels::FoldedOp::None;
-      if (step.folded) {
-        std::vector<Tensor> head_ins;
-        for (size_t id : head.inputs)
-          head_ins.push_back({const_cast<uint8_t*>(values_[id].weight), values_[id].dtype, &values_[id].shape});
-        folded = head.op->linear_fusion(head_ins, head.prepared.get()).norm_w ? kernels::FoldedOp::Norm
-                                                                              : kernels::FoldedOp::Gate;
-      }
-      const kernels::KernelPlan many = runs.op->plan(*kernels_, true, ins, runs.prepared.get(), folded);
-      const kernels::KernelPlan few = runs.op->plan(*kernels_, false, ins, runs.prepared.get(), folded);
+      const kernels::KernelPlan many = runs.op->plan(*kernels_, true, ins, runs.prepared.get(), step.folded_op);
+      const kernels::KernelPlan few = runs.op->plan(*kernels_, false, ins, runs.prepared.get(), step.folded_op);
       plan.variant = planned_many ? many.variant : few.variant;
       plan.few_rows = few.variant;
       plan.scratch = planned_many ? many.scratch : few.scratch;
