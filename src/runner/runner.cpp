@@ -1,6 +1,7 @@
 #include "runner/runner.h"
 
 #include "runner/drafter.h"
+#include "runner/step_scheduler.h"
 
 #include <algorithm>
 #include <chrono>
@@ -30,6 +31,21 @@ size_t held_back(const std::string& text, const std::vector<std::string>& stops)
       }
   return hold;
 }
+
+// Tells the scheduler (if any), when the scope ends, that the runner asks for no next step soon.
+class LeaveSchedulerOnExit {
+ public:
+  LeaveSchedulerOnExit(StepScheduler* scheduler, const IOManager& io) : scheduler_(scheduler), io_(io) {}
+  ~LeaveSchedulerOnExit() {
+    if (scheduler_) scheduler_->leave(io_);
+  }
+  LeaveSchedulerOnExit(const LeaveSchedulerOnExit&) = delete;
+  LeaveSchedulerOnExit& operator=(const LeaveSchedulerOnExit&) = delete;
+
+ private:
+  StepScheduler* scheduler_;
+  const IOManager& io_;
+};
 }  // namespace
 
 const char* stop_reason_name(StopReason r) {
@@ -72,6 +88,7 @@ std::unique_ptr<Runner> Runner::load(std::shared_ptr<const Program> program, con
     }
   }
   auto runner = std::make_unique<Runner>(std::move(io), std::move(tokenizer), options);
+  runner->batch_key_ = program.get();
   if (runner->tokenizer_) runner->tokenizer_origin_ = program->path() + ": embedded tokenizer.json";
   runner->program_path_ = program->path();
   runner->load_ms_ = ms_since(t0);
@@ -79,11 +96,26 @@ std::unique_ptr<Runner> Runner::load(std::shared_ptr<const Program> program, con
 }
 
 Runner::Runner(std::unique_ptr<IOManager> io, std::shared_ptr<const Tokenizer> tokenizer, const RunnerOptions& options)
-    : io_(std::move(io)),
-      tokenizer_(std::move(tokenizer)),
-      pool_(std::make_unique<ThreadPool>(options.threads > 0 ? options.threads : ThreadPool::hardware_threads())) {}
+    : io_(std::move(io)), tokenizer_(std::move(tokenizer)), scheduler_(options.scheduler), batch_key_(io_.get()) {
+  if (!scheduler_)
+    pool_ = std::make_unique<ThreadPool>(options.threads > 0 ? options.threads : ThreadPool::hardware_threads());
+}
 
-Runner::~Runner() = default;
+Runner::~Runner() {
+  if (scheduler_) scheduler_->leave(*io_);
+}
+
+ThreadPool& Runner::thread_pool() { return scheduler_ ? scheduler_->pool() : *pool_; }
+
+Status Runner::run_step(StepKind kind, int64_t start_pos, std::span<const int64_t> tokens) {
+  if (scheduler_) return scheduler_->step(*io_, batch_key_, kind, start_pos, tokens);
+  return io_->step(kind, start_pos, tokens, pool_.get());
+}
+
+Status Runner::run_verify(int64_t start_pos, std::span<const int64_t> tokens) {
+  if (scheduler_) return scheduler_->verify(*io_, start_pos, tokens);
+  return io_->verify(start_pos, tokens, pool_.get());
+}
 
 void Runner::reset() {
   io_->reset();
@@ -117,13 +149,16 @@ void Runner::check_tokens(std::span<const int64_t> tokens) const {
       fail("prompt token ", i, " = ", tokens[i], " is outside the vocabulary [0, ", vocab, ")");
 }
 
+// Fed step by step, a runner promises no next step: batches do not wait for it.
 std::span<const float> Runner::prefill(std::span<const int64_t> tokens) {
+  LeaveSchedulerOnExit leave(scheduler_, *io_);
   check_tokens(tokens);
   feed_prompt(tokens);
   return io_->logits();
 }
 
 std::span<const float> Runner::decode(int64_t token) {
+  LeaveSchedulerOnExit leave(scheduler_, *io_);
   check_tokens(std::span<const int64_t>(&token, 1));
   if (int64_t(context_.size()) > fed_) feed_prompt({});
   if (fed_ >= io_->model().max_context)
@@ -150,8 +185,7 @@ int64_t Runner::feed_prompt(std::span<const int64_t> prompt) {
     fail(e.what(), " (context holds ", fed_, " tokens, prompt adds ", to_feed.size(), ")");
   }
   for (const Step& s : steps) {
-    Status st =
-        io_->step(s.kind, s.start_pos, std::span<const int64_t>(to_feed).subspan(s.begin, s.count), pool_.get());
+    Status st = run_step(s.kind, s.start_pos, std::span<const int64_t>(to_feed).subspan(s.begin, s.count));
     // Nothing past fed_ is visible to later steps, so a failed prompt leaves the context as it was.
     if (!st.ok()) fail(st.message());
   }
@@ -162,7 +196,7 @@ int64_t Runner::feed_prompt(std::span<const int64_t> prompt) {
 }
 
 void Runner::feed_token(int64_t token) {
-  Status st = io_->step(StepKind::Decode, fed_, std::span<const int64_t>(&token, 1), pool_.get());
+  Status st = run_step(StepKind::Decode, fed_, std::span<const int64_t>(&token, 1));
   if (!st.ok()) fail(st.message());
   ++fed_;
 }
@@ -181,7 +215,7 @@ std::vector<int64_t> Runner::feed_with_drafts(int64_t token, const GenerationCon
   check_tokens(drafts);
   std::vector<int64_t> rows = {token};
   rows.insert(rows.end(), drafts.begin(), drafts.end());
-  Status st = io_->verify(fed_, rows, pool_.get());
+  Status st = run_verify(fed_, rows);
   if (!st.ok()) fail(st.message());
   ++fed_;
   stats.drafted_tokens += int64_t(drafts.size());
@@ -195,6 +229,8 @@ GenerationResult Runner::generate_tokens(std::span<const int64_t> prompt, const 
   const ModelInfo& m = io_->model();
   const auto t0 = Clock::now();
   stop_requested_.store(false);
+  // Between its steps the runner samples; once it returns, batches stop waiting for it.
+  LeaveSchedulerOnExit leave(scheduler_, *io_);
   if (config.max_new_tokens < 0) fail("max_new_tokens ", config.max_new_tokens, " is negative");
   if (config.max_new_tokens > m.max_context)
     fail("max_new_tokens ", config.max_new_tokens, " exceeds the model's max_context ", m.max_context);

@@ -14,6 +14,7 @@
 namespace hfstatic {
 
 class Drafter;
+class StepScheduler;
 class Tokenizer;
 class ThreadPool;
 
@@ -64,6 +65,10 @@ struct RunnerOptions {
   int threads = 0;                       // 0: all hardware threads
   BufferAllocator* allocator = nullptr;  // the state, the inputs and the arenas; nullptr: the heap
   RuntimeOptions runtime;                // how the program is mapped and its methods run
+  // Not owned, outlives the runner: every step runs through it, on its pool (`threads` is then
+  // not used), its decode steps batched with other runners' (step_scheduler.h). nullptr: the
+  // runner has a pool of its own.
+  StepScheduler* scheduler = nullptr;
 };
 
 class Runner {
@@ -106,8 +111,9 @@ class Runner {
   const std::vector<int64_t>& context() const { return context_; }  // fed tokens + the pending one
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   IOManager& io() { return *io_; }
-  // The compute threads its steps run on (the bench measures the machine's ceilings on them).
-  ThreadPool& thread_pool() { return *pool_; }
+  // The compute threads its steps run on (the bench measures the machine's ceilings on them):
+  // its own, or its scheduler's.
+  ThreadPool& thread_pool();
   const ModelInfo& model() const { return io_->model(); }
   double load_ms() const { return load_ms_; }
 
@@ -120,6 +126,9 @@ class Runner {
   int64_t feed_prompt(std::span<const int64_t> prompt);
   // Feeds the sampled token at the current position. Throws Error.
   void feed_token(int64_t token);
+  // io_->step and io_->verify on the runner's pool, or through its scheduler.
+  Status run_step(StepKind kind, int64_t start_pos, std::span<const int64_t> tokens);
+  Status run_verify(int64_t start_pos, std::span<const int64_t> tokens);
   // Feeds the pending token `token` with up to draft_max drafts after it in one verify step
   // when the drafter has some and the step fits; returns the drafts (empty: fed alone, as
   // feed_token does). At most `room` drafts.
@@ -128,7 +137,11 @@ class Runner {
 
   std::unique_ptr<IOManager> io_;
   std::shared_ptr<const Tokenizer> tokenizer_;
-  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<ThreadPool> pool_;  // null with a scheduler
+  StepScheduler* scheduler_ = nullptr;
+  // What decode steps of other runners this one's may share a batch with: the program's
+  // (runners over one program with the same runtime options batch together).
+  const void* batch_key_ = nullptr;
   std::vector<int64_t> context_;
   int64_t fed_ = 0;
   std::atomic<bool> stop_requested_{false};
