@@ -21,7 +21,7 @@ int run_serve(const std::vector<std::string>& argv) {
       argv,
       {"-m|--model", "--host", "--port", "--slots", "--queue", "--api-key", "-t|--threads", "--alias", "--max-body",
        "--drain-timeout", "--log-format", "--token-interval", kMaxBufferFlag, kLookupFlag, kDraftFlag, kDraftMaxFlag},
-      {"--no-prefix-reuse"});
+      {"--no-prefix-reuse", "--no-batching"});
   args.expect_positional(0, "");
   server::ServerOptions options;
   options.host = args.get_or("--host", "127.0.0.1");
@@ -33,6 +33,7 @@ int run_serve(const std::vector<std::string>& argv) {
   options.max_body_bytes = size_t(args.get_int("--max-body", 1 << 20, 1024, int64_t(1) << 30));
   if (args.has("--api-key") && options.api_key.empty()) throw UsageError{"flag --api-key: the key is empty"};
   options.prefix_reuse = !args.has("--no-prefix-reuse");
+  options.batching = !args.has("--no-batching");
   options.token_interval = std::chrono::milliseconds(args.get_int("--token-interval", 0, 0, 10000));
   const int64_t drain_timeout_s = args.get_int("--drain-timeout", 30, 0, 3600);
   try {
@@ -69,10 +70,10 @@ int run_serve(const std::vector<std::string>& argv) {
   options.defer_load = true;
   server::Server server(program, options);
   const int port = server.bind();
-  std::printf("hfstatic serve: %s on http://%s:%d (%d slot%s, queue %d, %d thread%s per slot)\n",
-              options.model_name.c_str(), options.host.c_str(), port, server.options().slots,
-              server.options().slots == 1 ? "" : "s", server.options().queue, server.options().threads,
-              server.options().threads == 1 ? "" : "s");
+  const int slots = server.options().slots, threads = server.options().threads;
+  std::printf("hfstatic serve: %s on http://%s:%d (%d slot%s, queue %d, %d thread%s %s)\n", options.model_name.c_str(),
+              options.host.c_str(), port, slots, slots == 1 ? "" : "s", server.options().queue, threads,
+              threads == 1 ? "" : "s", server.batched() ? "shared, decode steps batched" : "per slot");
   std::fflush(stdout);
 
   // A signal drains: /ready turns 503, new generation requests get 503, the ones in flight
@@ -115,7 +116,8 @@ int run_serve(const std::vector<std::string>& argv) {
 HFSTATIC_COMMAND(
     "serve", "serve a program over an OpenAI-compatible HTTP API (the embedded default without -m)",
     "[-m FILE] [--host 127.0.0.1] [--port 8080] [--slots N] [--queue N (default 2*slots)] [--api-key KEY]\n"
-    "       [-t THREADS (per slot)] [--alias NAME] [--max-body BYTES (default 1 MiB)]\n"
+    "       [-t THREADS (shared by the slots; default all)] [--alias NAME] [--max-body BYTES (default 1 MiB)]\n"
+    "       [--no-batching (each slot steps alone on THREADS of its own; default hardware threads / slots)]\n"
     "       [--no-prefix-reuse (prefill every prompt from its first token)]\n"
     "       [--drain-timeout S (on SIGTERM/SIGINT, wait S seconds for requests in flight; default 30)]\n"
     "       [--log-format text|json|none (access log on stderr; default text)]\n"

@@ -12,6 +12,7 @@
 #include "chat/conversation.h"
 #include "runner/drafter.h"
 #include "runner/runner.h"
+#include "runner/step_scheduler.h"
 #include "server/http_server.h"
 #include "server/openai.h"
 #include "server/prefix_cache.h"
@@ -104,6 +105,7 @@ struct StreamJob {
 struct Server::Impl {
   ServerOptions options;
   std::shared_ptr<const Program> program;
+  std::unique_ptr<StepScheduler> scheduler;  // with batching; outlives the runners
   std::vector<std::unique_ptr<Runner>> runners;
   std::vector<std::unique_ptr<Drafter>> drafters;  // one per slot; empty without speculation
   std::vector<SlotHistory> histories;              // one per slot: what its cache holds exactly
@@ -160,7 +162,7 @@ Server::Server(std::shared_ptr<const Program> program, ServerOptions options) : 
   if (options.queue < 0) options.queue = 2 * options.slots;
   if (options.threads <= 0) {
     const int hw = int(std::max(1u, std::thread::hardware_concurrency()));
-    options.threads = std::max(1, hw / options.slots);
+    options.threads = options.batching ? hw : std::max(1, hw / options.slots);
   }
   s.options = options;
   s.program = std::move(program);
@@ -186,6 +188,13 @@ void Server::load() {
   Impl& s = *impl_;
   if (s.loaded.load()) return;
   const ServerOptions& options = s.options;
+  if (batched()) {
+    StepSchedulerOptions so;
+    so.threads = options.threads;
+    so.on_decode_step = [&metrics = s.metrics](size_t rows) { metrics.decode_step(rows); };
+    s.scheduler = std::make_unique<StepScheduler>(std::move(so));
+    s.runner_options.scheduler = s.scheduler.get();
+  }
   const RunnerOptions& ro = s.runner_options;
   for (int i = 0; i < options.slots; ++i) s.runners.push_back(Runner::load(s.program, ro));
   if (options.lookup > 0) {
@@ -204,6 +213,7 @@ void Server::load() {
 }
 
 const ServerOptions& Server::options() const { return impl_->options; }
+bool Server::batched() const { return impl_->options.batching && impl_->options.slots > 1; }
 size_t Server::slots_busy() const { return impl_->pool->busy(); }
 size_t Server::queue_waiting() const { return impl_->pool->waiting(); }
 size_t Server::in_flight() const { return size_t(std::max(0, impl_->in_flight.load())); }

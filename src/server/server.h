@@ -1,6 +1,6 @@
 // The OpenAI-compatible HTTP server: POST /v1/completions, POST /v1/chat/completions,
 // GET /v1/models, GET /health. One program loaded once, N slots each with its own Runner over
-// it, a bounded queue in front of them.
+// it (their decode steps batched together), a bounded queue in front of them.
 #pragma once
 #include <chrono>
 #include <cstddef>
@@ -15,11 +15,13 @@ namespace hfstatic::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;                      // 0: any free port (see bind())
-  int slots = 1;                        // concurrent generations, one Runner each
-  int queue = -1;                       // requests waiting for a slot; -1: 2 * slots
-  std::string api_key;                  // non-empty: /v1/* require "Authorization: Bearer <api_key>"
-  int threads = 0;                      // compute threads per slot; 0: hardware threads / slots (at least 1)
+  int port = 8080;      // 0: any free port (see bind())
+  int slots = 1;        // concurrent generations, one Runner each
+  int queue = -1;       // requests waiting for a slot; -1: 2 * slots
+  std::string api_key;  // non-empty: /v1/* require "Authorization: Bearer <api_key>"
+  // Compute threads: with batching, of the one pool every slot's steps run on (0: hardware
+  // threads); without, of each slot's own pool (0: hardware threads / slots, at least 1).
+  int threads = 0;
   size_t max_body_bytes = 1 << 20;      // larger request bodies get 413
   std::string model_name = "hfstatic";  // the id of /v1/models and of every response
   int read_timeout_s = 10;              // how long a client may take to send a whole request
@@ -27,6 +29,10 @@ struct ServerOptions {
   // Minimum time between two generated tokens of a request (0: none). Paces generation for
   // demonstrations and for tests that need a request to hold its slot for a while.
   std::chrono::milliseconds token_interval{0};
+  // With slots > 1, every slot's model steps run through one StepScheduler on one pool: the
+  // decode steps of all slots that are decoding run as one batch (src/runner/step_scheduler.h).
+  // false: each slot steps alone on a pool of its own.
+  bool batching = true;
   // A request whose prompt starts with tokens a free slot's cache holds takes that slot and feeds
   // only the rest (src/server/prefix_cache.h); false: every request starts from position 0.
   bool prefix_reuse = true;
@@ -69,6 +75,7 @@ class Server {
   bool drain(std::chrono::milliseconds timeout);
 
   const ServerOptions& options() const;
+  bool batched() const;  // the slots' steps run through one scheduler (batching, slots > 1)
   size_t slots_busy() const;
   size_t queue_waiting() const;
   size_t in_flight() const;  // generation requests being answered (queued ones included)

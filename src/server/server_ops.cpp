@@ -28,6 +28,9 @@ ServerMetrics::ServerMetrics() {
               {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30});
   r.histogram("hfstatic_time_per_output_token_seconds", "Time per sampled token after the first.",
               {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1});
+  r.histogram("hfstatic_decode_batch_rows", "Sequences a decode step advanced together (with batching).",
+              {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256});
+  r.counter("hfstatic_batched_decode_steps_total", "Decode steps that advanced more than one sequence.");
   r.gauge("hfstatic_slots", "Slots (concurrent generations).");
   r.gauge("hfstatic_slots_busy", "Slots generating.");
   r.gauge("hfstatic_queue_length", "Requests waiting for a slot.");
@@ -54,6 +57,11 @@ void ServerMetrics::generation(size_t prompt_tokens, size_t cached_tokens, size_
   r.observe("hfstatic_time_to_first_token_seconds", ttft_s);
   if (generated_tokens > 1)
     r.observe("hfstatic_time_per_output_token_seconds", std::max(0.0, seconds - ttft_s) / double(generated_tokens - 1));
+}
+
+void ServerMetrics::decode_step(size_t rows) {
+  registry_.observe("hfstatic_decode_batch_rows", double(rows));
+  if (rows > 1) registry_.add("hfstatic_batched_decode_steps_total");
 }
 
 std::string ServerMetrics::text(size_t slots, size_t busy, size_t waiting) {

@@ -21,6 +21,8 @@ class ServerMetrics {
   void request(const std::string& path, int status);
   // A generation's prompt (reused tokens among them), its sampled tokens and times.
   void generation(size_t prompt_tokens, size_t cached_tokens, size_t generated_tokens, double ttft_s, double seconds);
+  // A decode step of `rows` sequences batched together (with batching).
+  void decode_step(size_t rows);
   // The exposition, with the slot and queue gauges as they are now.
   std::string text(size_t slots, size_t busy, size_t waiting);
   const MetricsRegistry& registry() const { return registry_; }

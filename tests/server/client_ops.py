@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks of prefix reuse, /metrics, readiness and drain (tests/server/test_http.cpp runs them).
+"""Checks of prefix reuse, /metrics, readiness, drain and batching (tests/server/test_http.cpp runs them).
 
 usage: client_ops.py --port PORT CHECK [args...], as client.py, whose helpers and options these
 checks share.
@@ -235,7 +235,75 @@ def c_ready(a):
     return {"ready": body["status"], "completion": status}
 
 
-CHECKS = {"ready": c_ready, "prefix_reuse": c_prefix_reuse, "metrics": c_metrics, "drain": c_drain}
+def metrics_samples(port):
+    saved = client.ARGS.port
+    client.ARGS.port = port
+    try:
+        status, _, text = request("GET", "/metrics")
+    finally:
+        client.ARGS.port = saved
+    expect(status == 200, f"/metrics: {status}")
+    return parse_metrics(text)
+
+
+def c_batching(a):
+    """Concurrent greedy requests (completions, chat, streams; prompts of one to several chunks,
+    runs of different lengths) against a batching server (--port) answer as the same requests one
+    at a time against a server whose slots step alone (--plain-port); /metrics counts decode
+    steps of several rows. Rounds repeat (at most 5) until one step had more than one row."""
+    n = a.requests
+    prompts = [client.PROMPTS[i % len(client.PROMPTS)] * (1 + 3 * (i % 3)) for i in range(n)]
+
+    def one(i, port):
+        saved = client.ARGS.port
+        client.ARGS.port = port
+        try:
+            max_tokens = a.max_tokens - 9 * i  # sequences leave at different steps
+            extra = {"ignore_eos": True}
+            if i % 3 == 0:
+                return client.completion(prompts[i], max_tokens, **extra)["choices"][0]["text"]
+            if i % 3 == 1:
+                return client.chat(prompts[i], max_tokens, **extra)["choices"][0]["message"]["content"]
+            body = {"prompt": prompts[i], "max_tokens": max_tokens, "temperature": 0, **extra}
+            return stream("/v1/completions", body)[0]
+        finally:
+            client.ARGS.port = saved
+
+    single = [one(i, a.plain_port) for i in range(n)]
+    _, plain = metrics_samples(a.plain_port)
+    expect(plain.get("hfstatic_decode_batch_rows_count", 0) == 0, "the server without batching batched")
+    rounds, samples = 0, {}
+    while rounds < 5 and samples.get("hfstatic_batched_decode_steps_total", 0) == 0:
+        rounds += 1
+        results, errors = [None] * n, []
+
+        def worker(i):
+            try:
+                results[i] = one(i, a.port)
+            except Exception as e:  # noqa: BLE001
+                errors.append(f"request {i}: {e!r}")
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(client.TIMEOUT * 2)
+        expect(not errors, "; ".join(errors))
+        for i in range(n):
+            expect(results[i] == single[i], f"round {rounds} request {i}: batched {results[i]!r} != alone {single[i]!r}")
+        types, samples = metrics_samples(a.port)
+    expect(types.get("hfstatic_decode_batch_rows") == "histogram", f"types {types}")
+    steps = samples["hfstatic_decode_batch_rows_count"]
+    one_row = samples['hfstatic_decode_batch_rows_bucket{le="1"}']
+    batched = samples["hfstatic_batched_decode_steps_total"]
+    expect(batched == steps - one_row, f"{batched} batched steps, {steps} steps of which {one_row} of one row")
+    expect(samples["hfstatic_decode_batch_rows_sum"] > steps, f"rows {samples['hfstatic_decode_batch_rows_sum']} in {steps} steps")
+    return {"rounds": rounds, "decode_steps": steps, "batched_steps": batched,
+            "rows": samples["hfstatic_decode_batch_rows_sum"]}
+
+
+CHECKS = {"ready": c_ready, "prefix_reuse": c_prefix_reuse, "metrics": c_metrics, "drain": c_drain,
+          "batching": c_batching}
 
 if __name__ == "__main__":
     client.CHECKS.update(CHECKS)

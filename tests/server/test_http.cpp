@@ -299,6 +299,7 @@ TEST(ServerHttp, SpeculativeDecodingKeepsTheGreedyText) {
   ServerOptions draft;
   draft.draft = test::export_to(test::cached_checkpoint("tiny", 1), dir->file("draft.hfs"), g);
   draft.draft_max = 3;
+  draft.slots = 2;  // the draft runners step through the slots' scheduler too
   RunningServer with_draft(draft);
   r = client("speculative", with_draft.port(), {"--plain-port", std::to_string(plain.port()), "--max-tokens", "40"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -350,6 +351,27 @@ TEST(ServerHttp, MetricsParseAndCount) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_GT(r.result["samples"].get<int>(), 30);
   EXPECT_NE(s.server().metrics_text().find("hfstatic_generations_total 3\n"), std::string::npos);
+}
+
+// Continuous batching: concurrent greedy requests on 3 slots whose decode steps run together
+// answer as the same requests one at a time on slots that step alone, and /metrics counts steps
+// of several rows.
+TEST(ServerHttp, BatchedSlotsAnswerAsSlotsAlone) {
+  ServerOptions batched;
+  batched.slots = 3;
+  batched.threads = 2;
+  RunningServer s(batched);
+  ServerOptions alone = batched;
+  alone.batching = false;
+  alone.threads = 1;
+  RunningServer plain(alone);
+  EXPECT_TRUE(s.server().batched());
+  EXPECT_FALSE(plain.server().batched());
+  auto r = client("batching", s.port(),
+                  {"--plain-port", std::to_string(plain.port()), "--requests", "6", "--max-tokens", "120"}, 120,
+                  HFSTATIC_SERVER_OPS_CLIENT);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_GT(r.result["batched_steps"].get<double>(), 0) << r.output;
 }
 
 // SIGTERM to `hfstatic serve`: /ready 503 and new requests refused at once, every request in
