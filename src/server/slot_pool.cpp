@@ -58,7 +58,9 @@ SlotLease SlotPool::acquire(Outcome* outcome, std::chrono::milliseconds max_wait
     set(Outcome::Acquired);
     return SlotLease(this, index);
   }
-  if (queue_.size() >= max_queue_) {
+  // A waiter handed a free slot stays in queue_ until its thread wakes: only the waiters beyond
+  // the free slots take places in the queue.
+  if (queue_.size() >= max_queue_ + free_.size()) {
     set(Outcome::QueueFull);
     return {};
   }
