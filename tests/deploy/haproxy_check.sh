@@ -2,7 +2,8 @@
 # The deployment check: two hfstatic serve replicas behind HAProxy, run from the files in deploy/
 # (haproxy.cfg as it is, its addresses from the environment; each replica from the ExecStart line
 # of hfstatic@.service), loaded by the OpenAI client (load_client.mjs) while one replica is
-# drained by SIGTERM. docs/deploy.md says what it checks. Not part of ctest: it takes a minute.
+# drained by SIGTERM. docs/deploy.md says what it checks. Not part of ctest: it starts servers
+# and takes about 15 s.
 #
 #   tests/deploy/install.sh            # once: haproxy, the openai npm package
 #   tests/deploy/haproxy_check.sh [--keep]
@@ -95,6 +96,7 @@ replica_argv() {
   local line="$exec_start"
   line="${line//%i/$1}"
   line="${line//'${HFSTATIC_PROGRAM}'/$work/tiny.hfs}"
+  line="${line//'${HFSTATIC_HOST}'/127.0.0.1}"
   line="${line//'${HFSTATIC_SLOTS}'/2}"
   line="${line//'${HFSTATIC_THREADS}'/1}"
   line="${line//'$HFSTATIC_ARGS'/--token-interval $token_ms}"
@@ -163,16 +165,17 @@ wait "${pid[load]}" || load_rc=$?
 unset 'pid[load]'
 if [ "$load_rc" -eq 0 ]; then ok "load client: every check passed"; else fail "load client: exit status $load_rc"; fi
 
-wait_exit "${pid[r1]}" $((drain_s + 10))
+wait_exit "${pid[r1]}" $((${drain_s:-60} + 10))
 if [ "$exit_status" = running ]; then
-  fail "r1 still running $((drain_s + 10)) s after the load"
+  fail "r1 still running $((${drain_s:-60} + 10)) s after the load"
+  echo "haproxy check: FAILED"
+  exit 1
+fi
+unset 'pid[r1]'
+if [ "$exit_status" -eq 0 ] && grep -q 'draining (signal 15' "$work/r1.log"; then
+  ok "r1 drained on SIGTERM and exited 0 ($(grep -o 'stopping (.*)' "$work/r1.log"))"
 else
-  unset 'pid[r1]'
-  if [ "$exit_status" -eq 0 ] && grep -q 'draining (signal 15' "$work/r1.log"; then
-    ok "r1 drained on SIGTERM and exited 0 ($(grep -o 'stopping (.*)' "$work/r1.log"))"
-  else
-    fail "r1 exit status $exit_status after SIGTERM: $(tail -n 3 "$work/r1.log")"
-  fi
+  fail "r1 exit status $exit_status after SIGTERM: $(tail -n 3 "$work/r1.log")"
 fi
 
 # r2 carries on alone: HAProxy answers /ready through it, r1 is DOWN.
@@ -200,9 +203,44 @@ else
   fail "r1 restarted but not UP behind HAProxy within 30 s"
 fi
 
+# The runtime API (stats socket): "state drain" takes r1 out of the rotation before it is
+# stopped (docs/deploy.md, "Saturated"), its sessions go to r2 meanwhile, "state ready" brings
+# it back.
+haproxy_cmd() {
+  node -e '
+    const c = require("net").connect(process.argv[1]);
+    let out = "";
+    c.on("data", (d) => (out += d)).on("end", () => process.stdout.write(out)).on("error", (e) => console.log(e.message));
+    c.write(process.argv[2] + "\n");' "$work/admin.sock" "$1"
+}
+server_status() {
+  node -e 'fetch(process.argv[1]).then((r) => r.text()).then((t) =>
+    console.log(t.split("\n").map((l) => l.split(",")).find((r) => r[0] === "hfstatic" && r[1] === process.argv[2])?.[17]))' \
+    "http://127.0.0.1:$stats_port/stats;csv" "$1"
+}
+replica_for() {
+  node -e 'fetch(process.argv[1], { method: "POST", headers: { "Content-Type": "application/json", "X-Session-Id": process.argv[2] },
+    body: JSON.stringify({ model: "m", max_tokens: 2, messages: [{ role: "user", content: "hi" }] }) })
+    .then((r) => console.log(r.status === 200 ? r.headers.get("x-hfstatic-replica") : r.status), (e) => console.log(e.message))' \
+    "http://127.0.0.1:$lb_port/v1/chat/completions" "$1"
+}
+r1_session="$(node -e 'const m = require(process.argv[1]).sessionMap; console.log(Object.keys(m).find((k) => m[k] === "r1") ?? "")' \
+  "$work/summary.json" 2>/dev/null || true)"
+haproxy_cmd "set server hfstatic/r1 state drain" >"$work/admin.txt"
+drained_status="$(server_status r1 || true)"
+drained_to="$(replica_for "$r1_session")"
+haproxy_cmd "set server hfstatic/r1 state ready" >>"$work/admin.txt"
+back_to=""
+if wait_up r1 r2; then back_to="$(replica_for "$r1_session")"; fi
+if [ -n "$r1_session" ] && [ "$drained_status" = DRAIN ] && [ "$drained_to" = r2 ] && [ "$back_to" = r1 ]; then
+  ok "runtime API: r1 DRAIN sends session $r1_session to r2, ready brings it back to r1"
+else
+  fail "runtime API: r1 $drained_status, session '$r1_session' on $drained_to then $back_to ($(tr '\n' ' ' <"$work/admin.txt"))"
+fi
+
 # Both stop the same way (idle: at once).
 for name in r1 r2; do
-  kill -TERM "${pid[$name]}"
+  kill -TERM "${pid[$name]}" 2>/dev/null || true
   wait_exit "${pid[$name]}" 15
   if [ "$exit_status" != running ]; then unset "pid[$name]"; fi
   if [ "$exit_status" = 0 ]; then ok "$name exited 0 on SIGTERM"; else fail "$name on SIGTERM: $exit_status"; fi
