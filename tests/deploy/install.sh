@@ -15,7 +15,7 @@ if ! command -v haproxy >/dev/null; then
   # own haproxy in the foreground and needs no service.
   $SUDO apt-get install -y -qq --no-install-recommends haproxy >/dev/null
 fi
-haproxy -v | head -n 1
+haproxy -v | sed -n 1p
 command -v npm >/dev/null || { echo "npm not found: run scripts/install-deps.sh first" >&2; exit 1; }
 stamp="$dir/node_modules/.hfstatic-lock.sha256"
 want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
