@@ -113,7 +113,7 @@ Status Runner::run_step(StepKind kind, int64_t start_pos, std::span<const int64_
 }
 
 Status Runner::run_verify(int64_t start_pos, std::span<const int64_t> tokens) {
-  if (scheduler_) return scheduler_->verify(*io_, start_pos, tokens);
+  if (scheduler_) return scheduler_->verify(*io_, batch_key_, start_pos, tokens);
   return io_->verify(start_pos, tokens, pool_.get());
 }
 

@@ -44,14 +44,14 @@ Status StepScheduler::step(IOManager& io, const void* batch_key, StepKind kind, 
   return submit(request);
 }
 
-Status StepScheduler::verify(IOManager& io, int64_t start_pos, std::span<const int64_t> tokens) {
-  Request request(io, nullptr, StepKind::Decode, true, start_pos, tokens);
+Status StepScheduler::verify(IOManager& io, const void* batch_key, int64_t start_pos, std::span<const int64_t> tokens) {
+  Request request(io, batch_key, StepKind::Decode, true, start_pos, tokens);
   return submit(request);
 }
 
 void StepScheduler::leave(const IOManager& io) {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::erase(returning_, &io);
+  std::erase_if(returning_, [&](const Returning& r) { return r.io == &io; });
   changed_.notify_all();
 }
 
@@ -78,7 +78,7 @@ StepScheduler::Stats StepScheduler::stats() const {
 
 Status StepScheduler::submit(Request& request) {
   std::unique_lock<std::mutex> lock(mutex_);
-  std::erase(returning_, request.io);
+  std::erase_if(returning_, [&](const Returning& r) { return r.io == request.io; });
   queue_.push_back(&request);
   changed_.notify_all();
   while (!request.done) {
@@ -95,8 +95,9 @@ Status StepScheduler::submit(Request& request) {
 }
 
 bool StepScheduler::gathering(Clock::time_point now) const {
-  return !queue_.empty() && queue_.front()->batchable() && queue_.front()->batch_key == returning_key_ &&
-         !returning_.empty() && now < gather_until_;
+  if (queue_.empty() || !queue_.front()->batchable() || now >= gather_until_) return false;
+  const void* key = queue_.front()->batch_key;
+  return std::any_of(returning_.begin(), returning_.end(), [&](const Returning& r) { return r.batch_key == key; });
 }
 
 void StepScheduler::run_next(std::unique_lock<std::mutex>& lock) {
@@ -112,7 +113,8 @@ void StepScheduler::run_next(std::unique_lock<std::mutex>& lock) {
         ++it;
       }
     }
-    returning_.clear();  // the rows that missed this batch are not waited for again
+    // Those that missed this batch are not waited for again until they are back.
+    std::erase_if(returning_, [&](const Returning& r) { return r.batch_key == key; });
   } else {
     requests.push_back(queue_.front());
     queue_.pop_front();
@@ -122,16 +124,22 @@ void StepScheduler::run_next(std::unique_lock<std::mutex>& lock) {
   const auto start = Clock::now();
   run(requests);
   const auto end = Clock::now();
-  if (decode && options_.on_decode_step) options_.on_decode_step(requests.size());
+  if (decode && options_.on_decode_step) {
+    try {
+      options_.on_decode_step(requests.size());
+    } catch (...) {
+      // An observer's failure must not leave the scheduler stepping forever; the step ran.
+    }
+  }
   lock.lock();
   stepping_ = false;
-  for (Request* r : requests) r->done = true;
+  for (Request* r : requests) {
+    r->done = true;
+    returning_.push_back({r->io, r->batch_key});
+  }
+  const auto wait = std::chrono::duration_cast<Clock::duration>((end - start) * options_.gather_fraction);
+  gather_until_ = options_.gather_fraction > 0 ? end + std::max<Clock::duration>(wait, options_.gather_at_least) : end;
   if (decode) {
-    for (Request* r : requests) returning_.push_back(r->io);
-    returning_key_ = requests.front()->batch_key;
-    const auto wait = std::chrono::duration_cast<Clock::duration>((end - start) * options_.gather_fraction);
-    gather_until_ =
-        options_.gather_fraction > 0 ? end + std::max<Clock::duration>(wait, options_.gather_at_least) : end;
     ++stats_.decode_steps;
     stats_.decode_rows += requests.size();
     if (requests.size() > 1) ++stats_.batched_decode_steps;

@@ -19,13 +19,14 @@ class ThreadPool;
 
 struct StepSchedulerOptions {
   int threads = 0;  // the shared pool's threads; 0: all hardware threads
-  // How long a decode batch may wait for the rows of the previous one that have not asked for
-  // their next step yet (their runners are sampling, or their threads are waking up): a
-  // fraction of that batch's duration, and at least gather_at_least. Past it the batch runs
-  // without them. gather_fraction 0: never waits.
+  // How long a decode batch may wait for the managers whose step has just run and that have not
+  // asked for their next step yet (their runners are sampling, or their threads are waking
+  // up): a fraction of the last step's duration, and at least gather_at_least. Past it the
+  // batch runs without them. gather_fraction 0: never waits.
   double gather_fraction = 0.25;
   std::chrono::microseconds gather_at_least{100};
-  // Called after every decode step with its rows, on the thread that ran it; must not throw.
+  // Called after every decode step with its rows, on the thread that ran it (what it throws is
+  // ignored).
   std::function<void(size_t rows)> on_decode_step;
 };
 
@@ -34,8 +35,9 @@ struct StepSchedulerOptions {
 // step queued runs the next one itself (leader/follower: no thread of its own, no hand-off).
 // The next step is chosen in arrival order: when the oldest queued step is a decode step, every
 // queued decode step of the same batch key runs with it in one decode_batch (sequences join and
-// leave between steps; nobody waits for a sequence that has not asked); any other step (a
-// prefill chunk, a verify step) runs alone. Each manager's logits and state come out bit for bit
+// leave between steps); any other step (a prefill chunk, a verify step) runs alone. A batch
+// waits for no sequence that has not asked, except, for a bounded moment, those whose step has
+// just run (gather_fraction). Each manager's logits and state come out bit for bit
 // as its own step() leaves them. Errors stay with their step: a batch that decode_batch refuses
 // runs its rows one by one, each getting its own result.
 class StepScheduler {
@@ -50,9 +52,11 @@ class StepScheduler {
   // same batch_key (managers that loaded one program with the same options, so that
   // decode_batch takes them together); every other step runs alone.
   Status step(IOManager& io, const void* batch_key, StepKind kind, int64_t start_pos, std::span<const int64_t> tokens);
-  // io.verify(start_pos, tokens, &pool()) run in turn, alone.
-  Status verify(IOManager& io, int64_t start_pos, std::span<const int64_t> tokens);
-  // `io` asks for no next step soon (its generation ended): batches stop waiting for it.
+  // io.verify(start_pos, tokens, &pool()) run in turn, alone (batch_key as for step()).
+  Status verify(IOManager& io, const void* batch_key, int64_t start_pos, std::span<const int64_t> tokens);
+  // `io` asks for no next step soon (its generation ended): batches stop waiting for it. Until
+  // then, once a step of `io` has run, the next decode batch of its key waits briefly for its
+  // next step (see StepSchedulerOptions::gather_fraction), unless it already missed one.
   void leave(const IOManager& io);
 
   // Between pause() and resume() steps queue but none starts (a test's way to make a batch of
@@ -92,10 +96,14 @@ class StepScheduler {
   std::condition_variable changed_;
   std::deque<Request*> queue_;  // oldest first
   bool stepping_ = false, paused_ = false;
-  // Managers of the last decode batch that have neither queued their next step nor left, and
-  // until when the next decode batch waits for them.
-  std::vector<const IOManager*> returning_;
-  const void* returning_key_ = nullptr;
+  // Managers whose step has run and that have neither queued their next step nor left (nor
+  // missed a decode batch of their key since), with their batch keys; until when the next
+  // decode batch waits for those of its key.
+  struct Returning {
+    const IOManager* io;
+    const void* batch_key;
+  };
+  std::vector<Returning> returning_;
   Clock::time_point gather_until_;
   Stats stats_;
 };
