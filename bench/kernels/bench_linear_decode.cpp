@@ -7,7 +7,10 @@
 // them from memory. Prints a table; not a test.
 //
 //   bench_linear_decode [--threads 1,2] [--reps 7] [--isa avx2] [--only model|shapes|prefill] [--format int4] [--hot 1]
-//   (--hot 1: the single-matrix shapes from one copy, in cache: the kernels' compute bound)
+//                       [--rows B]
+//   (--hot 1: the single-matrix shapes from one copy, in cache: the kernels' compute bound;
+//    --rows B: the decode step's products over B rows on the few-rows variant, as a batched
+//    decode of B sequences runs them)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -43,6 +46,7 @@ const Format kFormats[] = {
 };
 
 bool hot = false;
+int64_t decode_rows = 1;    // --rows
 std::string format_filter;  // --format: only the formats whose name contains it (float16 always runs)
 bool selected(const Format& f) {
   return f.type == DType::F16 || std::string(f.name).find(format_filter) != std::string::npos;
@@ -110,9 +114,10 @@ struct Call {
 };
 
 // Runs the calls in order, each under the idle prefetch of the next one's first reads, `reps`
-// times through; returns the seconds of the fastest pass.
+// times through; returns the seconds of the fastest pass. few_rows: the few-rows variant whatever
+// the rows (a batched decode), else the one linear_group picks.
 double run_calls(const kernels::KernelTable& k, ThreadPool& pool, const std::vector<Call>& calls, int reps,
-                 int64_t rows = 1) {
+                 int64_t rows = 1, bool few_rows = true) {
   ScopedThreadPool scope(&pool);
   const int64_t in_max = 1536;
   std::vector<float> x(size_t(rows * in_max)), up(x.size()), norm(size_t(in_max), 1.0f);
@@ -139,8 +144,8 @@ double run_calls(const kernels::KernelTable& k, ThreadPool& pool, const std::vec
       kernels::LinearFusion fusion;
       if (calls[c].fold == 1) fusion.norm_w = norm.data(), fusion.norm_type = DType::F32, fusion.norm_eps = 1e-5f;
       if (calls[c].fold == 2) fusion.up = up.data();
-      k.linear_group(x.data(), rows, calls[c].products[0]->in, outputs[c].data(), int(outputs[c].size()),
-                     calls[c].fold ? &fusion : nullptr);
+      (few_rows ? k.linear_few_rows : k.linear_group)(x.data(), rows, calls[c].products[0]->in, outputs[c].data(),
+                                                      int(outputs[c].size()), calls[c].fold ? &fusion : nullptr);
     }
     best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
   }
@@ -173,7 +178,7 @@ void shapes(const kernels::KernelTable& k, ThreadPool& pool, int reps, double re
         m.push_back(std::make_unique<Matrix>(arena, f, s.out, s.in, uint64_t(c + 1)));
         calls.push_back({{m.back().get()}, 0});
       }
-      const double t = run_calls(k, pool, calls, reps) / double(copies);
+      const double t = run_calls(k, pool, calls, reps, decode_rows) / double(copies);
       const double gbps = double(m[0]->bytes) / t / 1e9;
       std::printf("%5ldx%-6ld %-10s %8.2f %10.1f %8.2f %7.1f%%\n", long(s.out), long(s.in), f.name, m[0]->bytes / 1e6,
                   t * 1e6, gbps, 100 * gbps / read_gbps);
@@ -189,8 +194,8 @@ void model(const kernels::KernelTable& k, ThreadPool& pool, int reps, double rea
     std::printf("\n%-10s %8s %10s %10s %10s  (prefill, %ld rows, layers' products)\n", "weights", "MB", "ms/step",
                 "GFLOP/s", "x float16", long(prefill_rows));
   else
-    std::printf("\n%-10s %8s %10s %10s %8s %8s %10s\n", "weights", "MB", "ms/step", "steps/s", "GB/s", "% read",
-                "x float16");
+    std::printf("\n%-10s %8s %10s %10s %8s %8s %10s  (decode, %ld row(s))\n", "weights", "MB", "ms/step", "steps/s",
+                "GB/s", "% read", "x float16", long(decode_rows));
   for (const Format& f : kFormats) {
     if (!selected(f) || (f.group && hidden % f.group)) continue;  // 576: no groups of 128
     Arena arena;
@@ -212,7 +217,7 @@ void model(const kernels::KernelTable& k, ThreadPool& pool, int reps, double rea
       calls.push_back({{add(hidden, inter)}, 2});
     }
     if (!prefill_rows) calls.push_back({{add(vocab, hidden)}, 1});
-    const double t = run_calls(k, pool, calls, reps, prefill_rows ? prefill_rows : 1);
+    const double t = run_calls(k, pool, calls, reps, prefill_rows ? prefill_rows : decode_rows, !prefill_rows);
     if (f.type == DType::F16) *f16_seconds = t;
     if (prefill_rows) {
       double flops = 0;
@@ -243,6 +248,8 @@ int run(int argc, char** argv) {
       isa = bench_args::isa_cap(v);
     } else if (a == "--hot") {
       hot = v == "1";
+    } else if (a == "--rows") {
+      decode_rows = std::max<int64_t>(1, std::atoll(v.c_str()));
     } else if (a == "--format") {
       format_filter = v;
     } else if (a == "--only") {
