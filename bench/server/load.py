@@ -2,8 +2,10 @@
 """Load check of a running `hfstatic serve` on this machine (loopback only).
 
 Sends --requests completions from --concurrency client threads (bounded by --max-seconds),
-then prints requests/s, generated tokens/s and latency percentiles (p50/p90/p99), plus time to
-first token with --stream. Independent of hfstatic's build: Python 3 standard library only.
+then prints requests/s, generated tokens/s and latency percentiles (p50/p90/p99), plus with
+--stream the time to the first token (the first event carrying text) and the time per output
+token after it (each request's (last text event - first) / (tokens - 1)). --json prints the
+same as one JSON object. Independent of hfstatic's build: Python 3 standard library only.
 
   hfstatic serve -m model.hfs --slots 4 --port 8080 &
   python3 bench/server/load.py --port 8080 --concurrency 8 --requests 200 --max-tokens 32
@@ -55,6 +57,7 @@ def one_request(args, i, conn_holder):
         c.request("POST", path, body=json.dumps(body), headers=headers)
         r = c.getresponse()
         ttft = None
+        last_text = None
         tokens = 0
         if args.stream and r.status == 200:
             while True:
@@ -62,8 +65,6 @@ def one_request(args, i, conn_holder):
                 if not line:
                     break
                 if line.startswith(b"data: "):
-                    if ttft is None:
-                        ttft = time.perf_counter() - t0
                     data = line[6:].strip()
                     if data == b"[DONE]":
                         r.read()
@@ -71,15 +72,21 @@ def one_request(args, i, conn_holder):
                     obj = json.loads(data)
                     if obj.get("usage"):
                         tokens = obj["usage"]["completion_tokens"]
+                    choice = (obj.get("choices") or [{}])[0]
+                    if choice.get("text") or (choice.get("delta") or {}).get("content"):
+                        last_text = time.perf_counter() - t0
+                        if ttft is None:
+                            ttft = last_text
         else:
             payload = r.read()
             if r.status == 200:
                 tokens = json.loads(payload)["usage"]["completion_tokens"]
-        return r.status, time.perf_counter() - t0, ttft, tokens
+        tpot = (last_text - ttft) / (tokens - 1) if ttft is not None and tokens > 1 else None
+        return r.status, time.perf_counter() - t0, ttft, tokens, tpot
     except (OSError, http.client.HTTPException) as e:
         c.close()
         conn_holder[0] = None
-        return f"{type(e).__name__}", time.perf_counter() - t0, None, 0
+        return f"{type(e).__name__}", time.perf_counter() - t0, None, 0, None
 
 
 def main():
@@ -96,6 +103,9 @@ def main():
     ap.add_argument("--chat", action="store_true", help="use /v1/chat/completions")
     ap.add_argument("--stream", action="store_true", help="stream (also measures time to first token)")
     ap.add_argument("--timeout", type=float, default=60, help="socket timeout of each request")
+    ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    ap.add_argument("--shared-prefix-words", type=int, default=0,
+                    help="start every prompt with the same N words (a shared system prompt; at most 2000)")
     args = ap.parse_args()
     if not is_loopback(args.host):
         sys.exit(f"load.py: {args.host} is not a loopback address; this check only runs against this machine")
@@ -103,6 +113,10 @@ def main():
     args.concurrency = max(1, min(args.concurrency, 256))
     args.prompts = ["Once upon a time", "The quick brown fox jumps over", "In a galaxy far away", "Hello, my name is",
                     "The capital of France is", "def fibonacci(n):"]
+    words = ["you", "are", "a", "helpful", "assistant", "who", "answers", "briefly", "and", "kindly"]
+    prefix = " ".join(words[i % len(words)] for i in range(max(0, min(args.shared_prefix_words, 2000))))
+    if prefix:
+        args.prompts = [prefix + ". " + p for p in args.prompts]
 
     lock = threading.Lock()
     next_i = [0]
@@ -138,15 +152,27 @@ def main():
     lat = [r[1] * 1000 for r in ok]
     ttft = [r[2] * 1000 for r in ok if r[2] is not None]
     tokens = sum(r[3] for r in ok)
+    tpot = [r[4] * 1000 for r in ok if r[4] is not None]
     mode = ("chat" if args.chat else "completions") + (" stream" if args.stream else "")
+    if args.json:
+        def spread(values):
+            return {f"p{p}": round(percentile(values, p), 2) for p in (50, 90, 99)} if values else None
+        print(json.dumps({"mode": mode, "clients": args.concurrency, "requests": len(results), "statuses": statuses,
+                          "max_tokens": args.max_tokens, "seconds": round(wall, 3),
+                          "requests_per_s": round(len(ok) / wall, 2), "tokens_per_s": round(tokens / wall, 1),
+                          "latency_ms": spread(lat), "ttft_ms": spread(ttft), "tpot_ms": spread(tpot)}))
+        return 0 if len(ok) == len(results) else 1
     print(f"{mode}: {len(results)} requests ({statuses}) from {args.concurrency} clients in {wall:.2f} s, "
           f"max_tokens {args.max_tokens}")
     print(f"throughput: {len(ok) / wall:.1f} requests/s, {tokens / wall:.0f} generated tokens/s")
     print(f"latency ms: p50 {percentile(lat, 50):.1f}  p90 {percentile(lat, 90):.1f}  p99 {percentile(lat, 99):.1f}  "
           f"max {max(lat) if lat else float('nan'):.1f}")
     if ttft:
-        print(f"time to first event ms: p50 {percentile(ttft, 50):.1f}  p90 {percentile(ttft, 90):.1f}  "
+        print(f"time to first token ms: p50 {percentile(ttft, 50):.1f}  p90 {percentile(ttft, 90):.1f}  "
               f"p99 {percentile(ttft, 99):.1f}")
+    if tpot:
+        print(f"time per output token ms: p50 {percentile(tpot, 50):.1f}  p90 {percentile(tpot, 90):.1f}  "
+              f"p99 {percentile(tpot, 99):.1f}")
     return 0 if len(ok) == len(results) else 1
 
 

@@ -21,7 +21,7 @@ int run_serve(const std::vector<std::string>& argv) {
       argv,
       {"-m|--model", "--host", "--port", "--slots", "--queue", "--api-key", "-t|--threads", "--alias", "--max-body",
        "--drain-timeout", "--log-format", "--token-interval", kMaxBufferFlag, kLookupFlag, kDraftFlag, kDraftMaxFlag},
-      {"--no-prefix-reuse", "--no-batching"});
+      {"--no-prefix-reuse", "--batching"});
   args.expect_positional(0, "");
   server::ServerOptions options;
   options.host = args.get_or("--host", "127.0.0.1");
@@ -33,7 +33,7 @@ int run_serve(const std::vector<std::string>& argv) {
   options.max_body_bytes = size_t(args.get_int("--max-body", 1 << 20, 1024, int64_t(1) << 30));
   if (args.has("--api-key") && options.api_key.empty()) throw UsageError{"flag --api-key: the key is empty"};
   options.prefix_reuse = !args.has("--no-prefix-reuse");
-  options.batching = !args.has("--no-batching");
+  options.batching = args.has("--batching");
   options.token_interval = std::chrono::milliseconds(args.get_int("--token-interval", 0, 0, 10000));
   const int64_t drain_timeout_s = args.get_int("--drain-timeout", 30, 0, 3600);
   try {
@@ -116,8 +116,9 @@ int run_serve(const std::vector<std::string>& argv) {
 HFSTATIC_COMMAND(
     "serve", "serve a program over an OpenAI-compatible HTTP API (the embedded default without -m)",
     "[-m FILE] [--host 127.0.0.1] [--port 8080] [--slots N] [--queue N (default 2*slots)] [--api-key KEY]\n"
-    "       [-t THREADS (shared by the slots; default all)] [--alias NAME] [--max-body BYTES (default 1 MiB)]\n"
-    "       [--no-batching (each slot steps alone on THREADS of its own; default hardware threads / slots)]\n"
+    "       [-t THREADS (each slot's own; default hardware threads / slots)] [--alias NAME]\n"
+    "       [--max-body BYTES (default 1 MiB)]\n"
+    "       [--batching (the slots' decode steps run as one batch on THREADS shared; default all)]\n"
     "       [--no-prefix-reuse (prefill every prompt from its first token)]\n"
     "       [--drain-timeout S (on SIGTERM/SIGINT, wait S seconds for requests in flight; default 30)]\n"
     "       [--log-format text|json|none (access log on stderr; default text)]\n"

@@ -31,8 +31,10 @@ struct ServerOptions {
   std::chrono::milliseconds token_interval{0};
   // With slots > 1, every slot's model steps run through one StepScheduler on one pool: the
   // decode steps of all slots that are decoding run as one batch (src/runner/step_scheduler.h).
-  // false: each slot steps alone on a pool of its own.
-  bool batching = true;
+  // false (the default): each slot steps alone on a pool of its own; on a host whose decode is
+  // bound by arithmetic, slots stepping alone on a thread each get more done (docs/performance.md
+  // "Server under load").
+  bool batching = false;
   // A request whose prompt starts with tokens a free slot's cache holds takes that slot and feeds
   // only the rest (src/server/prefix_cache.h); false: every request starts from position 0.
   bool prefix_reuse = true;

@@ -300,6 +300,7 @@ TEST(ServerHttp, SpeculativeDecodingKeepsTheGreedyText) {
   draft.draft = test::export_to(test::cached_checkpoint("tiny", 1), dir->file("draft.hfs"), g);
   draft.draft_max = 3;
   draft.slots = 2;  // the draft runners step through the slots' scheduler too
+  draft.batching = true;
   RunningServer with_draft(draft);
   r = client("speculative", with_draft.port(), {"--plain-port", std::to_string(plain.port()), "--max-tokens", "40"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -358,6 +359,7 @@ TEST(ServerHttp, MetricsParseAndCount) {
 // of several rows.
 TEST(ServerHttp, BatchedSlotsAnswerAsSlotsAlone) {
   ServerOptions batched;
+  batched.batching = true;
   batched.slots = 3;
   batched.threads = 2;
   RunningServer s(batched);
