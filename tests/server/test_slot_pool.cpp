@@ -82,6 +82,27 @@ TEST(SlotPool, FirstComeFirstServed) {
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
 }
 
+// A waiter handed the slot that was given back stays in the queue until its thread wakes; a
+// request arriving in between (the holder asking again at once) must queue, not be refused as
+// if the queue were full.
+TEST(SlotPool, AWaiterHandedAFreeSlotLeavesItsQueuePlace) {
+  for (int round = 0; round < 200; ++round) {
+    SlotPool pool(1, 1);
+    SlotLease held = pool.acquire();
+    std::thread waiter([&] {
+      SlotLease lease = pool.acquire();
+      EXPECT_TRUE(lease);
+    });
+    ASSERT_TRUE(eventually([&] { return pool.waiting() == 1; }));
+    held.release();
+    SlotPool::Outcome o = SlotPool::Outcome::TimedOut;
+    SlotLease again = pool.acquire(&o, 5s);
+    waiter.join();
+    ASSERT_EQ(o, SlotPool::Outcome::Acquired) << "round " << round;
+    EXPECT_TRUE(again);
+  }
+}
+
 TEST(SlotPool, TimeoutAndShutdown) {
   SlotPool pool(1, 2);
   SlotLease held = pool.acquire();
