@@ -16,14 +16,4 @@ if ! command -v haproxy >/dev/null; then
   $SUDO apt-get install -y -qq --no-install-recommends haproxy >/dev/null
 fi
 haproxy -v | sed -n 1p
-command -v npm >/dev/null || { echo "npm not found: run scripts/install-deps.sh first" >&2; exit 1; }
-stamp="$dir/node_modules/.hfstatic-lock.sha256"
-want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  echo "the openai package is up to date ($dir/node_modules)"
-  exit 0
-fi
-cd "$dir"
-npm ci --no-audit --no-fund --loglevel=error
-echo "$want" > "$stamp"
-echo "installed the openai package in $dir/node_modules"
+"$dir/../../scripts/npm-ci-pinned.sh" "$dir" "the openai package"
