@@ -146,9 +146,8 @@ class Runner {
   int64_t fed_ = 0;
   std::atomic<bool> stop_requested_{false};
   double load_ms_ = 0;
-  std::string tokenizer_origin_;
-  std::string program_path_;  // for errors; empty when the IOManager was given  // "PROGRAM: embedded tokenizer.json"
-                              // for errors; empty when given
+  std::string tokenizer_origin_;  // "PROGRAM: embedded tokenizer.json", for errors; empty when given
+  std::string program_path_;      // for errors; empty when the IOManager was given
 };
 
 }  // namespace hfstatic
