@@ -107,16 +107,23 @@ def c_metrics(a):
               client.completion("Once upon a time, there", a.max_tokens)["usage"]]
     status, _, _ = request("GET", "/nowhere")
     expect(status == 404, f"/nowhere: {status}")
-    c = client.conn()
-    try:
-        c.request("GET", "/metrics")
-        r = c.getresponse()
-        text = r.read().decode("utf-8")
-        expect(r.status == 200 and r.getheader("Content-Type", "").startswith("text/plain; version=0.0.4"),
-               f"/metrics: {r.status} {r.getheader('Content-Type')}")
-    finally:
-        c.close()
-    types, samples = parse_metrics(text)
+    # A request is counted once its answer is written (the server's access log hook), so the
+    # client may see the 404 before the counter does: scrape until it is there (at most 5 s).
+    for attempt in range(50):
+        c = client.conn()
+        try:
+            c.request("GET", "/metrics")
+            r = c.getresponse()
+            text = r.read().decode("utf-8")
+            expect(r.status == 200 and r.getheader("Content-Type", "").startswith("text/plain; version=0.0.4"),
+                   f"/metrics: {r.status} {r.getheader('Content-Type')}")
+        finally:
+            c.close()
+        types, samples = parse_metrics(text)
+        if samples.get('hfstatic_http_requests_total{route="other",status="404"}') == 1 and \
+                samples.get("hfstatic_slots_busy") == 0:
+            break
+        time.sleep(0.1)
     expect(types["hfstatic_http_requests_total"] == "counter", f"types {types}")
     expect(types["hfstatic_time_to_first_token_seconds"] == "histogram", f"types {types}")
     get = samples.get
