@@ -63,7 +63,7 @@ double time_layers(const kernels::KernelTable& k, ThreadPool& pool, const Layout
     const auto t0 = Clock::now();
     for (int layer = 0; layer < kLayers; ++layer)
       k.attention(q.data(), 1, l.heads, l.kv_heads, l.head_dim, k_caches[size_t(layer)].data(),
-                  v_caches[size_t(layer)].data(), cache, max_context, mask.data(), 0.125f, out.data());
+                  v_caches[size_t(layer)].data(), cache, max_context, mask.data(), 0.125f, 0.0f, out.data());
     best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
   }
   return best;

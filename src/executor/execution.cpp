@@ -115,7 +115,7 @@ void Execution::slice_rows(size_t si, int64_t begin, int64_t end, std::vector<st
     const OpDef& op = *m.nodes_[step.first + k].op;
     for (auto [list, bits] : {std::pair{&ins[k], op.row_inputs}, {&outs[k], op.row_outputs}})
       for (size_t i = 0; i < list->size(); ++i) {
-        if (!(bits >> i & 1)) continue;
+        if (!row_operand(bits, i)) continue;
         Tensor& t = (*list)[i];
         Shape& cut = slices[next++];
         cut = *t.shape;

@@ -104,10 +104,10 @@ void Execution::plan_batch(size_t size, int pool_threads) {
       const Method::Node& node = m.nodes_[step.first + n];
       for (size_t i = 0; i < node.inputs.size(); ++i) {
         const size_t id = step.folded && n > 0 && i == 0 ? m.nodes_[step.first].inputs[0] : node.inputs[i];
-        place(plan.operands.ins[n][i], id, node.op->row_inputs >> i & 1, plan.gather);
+        place(plan.operands.ins[n][i], id, row_operand(node.op->row_inputs, i), plan.gather);
       }
       for (size_t i = 0; i < node.outputs.size(); ++i)
-        place(plan.operands.outs[n][i], node.outputs[i], node.op->row_outputs >> i & 1, plan.scatter);
+        place(plan.operands.outs[n][i], node.outputs[i], row_operand(node.op->row_outputs, i), plan.scatter);
     }
     if (!batchable) {
       placed.resize(placed_before);

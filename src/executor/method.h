@@ -101,8 +101,9 @@ class Method {
     size_t first, count;
     bool folded = false;
     kernels::FoldedOp folded_op = kernels::FoldedOp::None;  // what a folded step's first node is, for planning
-    // The method output that only this step's row-wise nodes produce, read by no node and the
-    // only value of the step read outside it: run() may compute only the rows the caller wants.
+    // The method output, read by no node, that this step's row-wise nodes produce or feed alone
+    // (through the steps after it up to the output: mark_sliceable_steps): run() may compute only
+    // the rows the caller wants of it.
     size_t sliceable_output = SIZE_MAX;
     bool has_rows = false;  // some node has a row operand: active rows cut it
   };

@@ -99,27 +99,41 @@ void Method::fold_into_linear_steps(const Readers& readers) {
   steps_ = std::move(steps);
 }
 
-// Steps of row-wise nodes whose one value read outside the step is a [1, T, N] method output
-// that no node reads.
+// Steps of row-wise nodes that feed only the wanted rows of a [1, T, N] method output that no
+// node reads: the step that produces it, then, going back, each step whose values are read only
+// inside it or by steps already marked, up to and including the first step of linear products
+// (an op that takes a folded op: the lm_head). So an op after the lm_head (Gemma 2's final
+// soft-cap) leaves the lm_head on the wanted rows too.
 void Method::mark_sliceable_steps(const Readers& readers) {
   for (size_t i = 0; i < outputs_.size(); ++i) {
     if (spec_->outputs[i].memory == OutputMemory::Alias) continue;
     const size_t id = outputs_[i].value;
     const Value& v = values_[id];
     if (v.shape.size() != 3 || v.shape[0] != 1 || !readers.nodes[id].empty()) continue;
-    for (Step& step : steps_) {
-      bool produces = false, sliceable = true;
-      for (size_t k = step.first; k < step.first + step.count; ++k) {
+    std::vector<bool> marked(nodes_.size(), false);  // the nodes of the steps marked for output i
+    for (size_t s = steps_.size(); s-- > 0;) {
+      Step& step = steps_[s];
+      const size_t first = step.first, end = step.first + step.count;
+      bool feeds = false, sliceable = true;
+      for (size_t k = first; k < end; ++k) {
         const Node& node = nodes_[k];
         sliceable = sliceable && node.op->row_wise;
         for (size_t out : node.outputs) {
-          if (out == id)
-            produces = true;
+          const std::vector<size_t>& by = readers.nodes[out];
+          // Read by marked steps, and by no other step.
+          const bool to_marked = !readers.is_output[out] && std::any_of(by.begin(), by.end(), [&](size_t n) {
+            return marked[n];
+          }) && std::all_of(by.begin(), by.end(), [&](size_t n) { return marked[n] || (n >= first && n < end); });
+          if (out == id || to_marked)
+            feeds = true;
           else
-            sliceable = sliceable && readers.only_within(out, step.first, step.first + step.count);
+            sliceable = sliceable && readers.only_within(out, first, end);
         }
       }
-      if (produces && sliceable) step.sliceable_output = i;
+      if (!feeds || !sliceable) continue;
+      step.sliceable_output = i;
+      std::fill(marked.begin() + std::ptrdiff_t(first), marked.begin() + std::ptrdiff_t(end), true);
+      if (nodes_[end - 1].op->takes_linear_fusion) break;
     }
   }
 }
@@ -143,7 +157,7 @@ void Method::find_token_axis() {
       for (const auto& [ids, bits] :
            {std::pair{&node.inputs, node.op->row_inputs}, {&node.outputs, node.op->row_outputs}})
         for (size_t i = 0; i < ids->size(); ++i) {
-          if (!(bits >> i & 1)) continue;
+          if (!row_operand(bits, i)) continue;
           step.has_rows = true;
           const int64_t r = row_count(values_[(*ids)[i]].shape);
           if (r < 1 || (rows && r != rows)) agree = false;

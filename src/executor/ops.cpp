@@ -5,6 +5,8 @@
 #include <limits>
 #include <optional>
 
+#include "executor/op_support.h"
+#include "executor/ops_moe.h"
 #include "kernels/kernels.h"
 
 namespace hfstatic {
@@ -13,115 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-// ---- check helpers -------------------------------------------------------------------------
-
-void expect_count(const std::vector<OpOperand>& in, size_t min, size_t max) {
-  if (in.size() < min || in.size() > max)
-    fail("takes ", min == max ? cat(min) : cat(min, " to ", max), " inputs, got ", in.size());
-}
-
-std::string describe(size_t i, const OpOperand& o) {
-  return cat("input ", i, " '", o.spec->name, "' (", dtype_name(o.spec->dtype), " ", shape_str(o.spec->shape), ")");
-}
-
-void expect_float(size_t i, const OpOperand& o) {
-  DType t = o.spec->dtype;
-  if (t != DType::F32 && t != DType::F16 && t != DType::BF16)
-    fail(describe(i, o), " must be float32, float16 or bfloat16");
-}
-
-void expect_dtype(size_t i, const OpOperand& o, DType t) {
-  if (o.spec->dtype != t) fail(describe(i, o), " must be ", dtype_name(t));
-}
-
-void expect_rank(size_t i, const OpOperand& o, size_t rank) {
-  if (o.spec->shape.size() != rank) fail(describe(i, o), " must have rank ", rank);
-}
-
-// x: float32 activations [1, T, N]
-void expect_activation(size_t i, const OpOperand& o) {
-  expect_dtype(i, o, DType::F32);
-  expect_rank(i, o, 3);
-  if (o.spec->shape[0] != 1) fail(describe(i, o), " must have batch 1");
-}
-
-void expect_cache(size_t i, const OpOperand& o) {
-  if (o.spec->dtype != DType::F32 && o.spec->dtype != DType::F16)
-    fail(describe(i, o), " must be a float32 or float16 cache");
-  expect_rank(i, o, 4);
-  if (o.spec->shape[0] != 1) fail(describe(i, o), " must have batch 1");
-}
-
-int64_t int_attr(const json& attrs, const char* key, int64_t min, int64_t max) {
-  auto it = attrs.find(key);
-  if (it == attrs.end()) fail("attribute '", key, "' is missing");
-  if (!it->is_number_integer()) fail("attribute '", key, "' must be an integer");
-  int64_t v = it->get<int64_t>();
-  if (v < min || v > max) fail("attribute '", key, "' = ", v, " is outside [", min, ", ", max, "]");
-  return v;
-}
-
-double float_attr(const json& attrs, const char* key, double min, double max) {
-  auto it = attrs.find(key);
-  if (it == attrs.end()) fail("attribute '", key, "' is missing");
-  if (!it->is_number()) fail("attribute '", key, "' must be a number");
-  double v = it->get<double>();
-  if (!(v >= min && v <= max)) fail("attribute '", key, "' = ", v, " is outside [", min, ", ", max, "]");
-  return v;
-}
-
-ValueSpec out_like(const ValueSpec& v) { return {"", v.dtype, v.shape}; }
-ValueSpec f32(Shape s) { return {"", DType::F32, std::move(s)}; }
-
-template <typename T>
-std::shared_ptr<const void> prepared(T value) {
-  return std::make_shared<const T>(std::move(value));
-}
-
-int64_t numel(const Tensor& t) { return *shape_numel(*t.shape); }
-
-// ---- quantized weights --------------------------------------------------------------------
-// A quantized weight (attributes weight_dtype, group_size) is input 1, stored as int8 [N, K] or
-// packed int4 uint8 [N, K / 2], and its float16 scales [N, K / group] are input 2.
-
-// Checks input 1 and its scales against q; returns the weight's logical [N, K]. in_width: the K
-// the node's activations have (a linear's), or -1 (an embedding's table sets it).
-Shape check_quantized_weight(const std::vector<OpOperand>& in, const WeightQuant& q, int64_t in_width) {
-  const OpOperand& w = in[1];
-  if (in.size() < 3) fail("input 2, the float16 scales of quantized weight '", w.spec->name, "', is missing");
-  expect_rank(1, w, 2);
-  const DType stored = quantized_storage_dtype(q);
-  if (w.spec->dtype != stored)
-    fail(describe(1, w), " must be ", dtype_name(stored), " to hold ", dtype_name(q.dtype), " values");
-  const int64_t per_byte = q.dtype == DType::I4 ? 2 : 1;
-  const Shape logical = {w.spec->shape[0], w.spec->shape[1] * per_byte};
-  if (in_width >= 0 && logical[1] != in_width)
-    fail(describe(1, w), " must be ", dtype_name(stored), " ", shape_str({logical[0], in_width / per_byte}), " (",
-         in_width, " input features", per_byte == 2 ? ", two a byte" : "", ") to match ", describe(0, in[0]));
-  if (logical[1] % q.group != 0)
-    fail("attribute 'group_size' = ", q.group, " does not divide the ", logical[1], " input features of ",
-         describe(1, w));
-  const OpOperand& scales = in[2];
-  const Shape want = {logical[0], logical[1] / q.group};
-  if (scales.spec->dtype != DType::F16 || scales.spec->shape != want)
-    fail(describe(2, scales), " must be the float16 scales of '", w.spec->name, "': float16 ", shape_str(want));
-  return logical;
-}
-
-// A weight operand that is not float: name the attributes that would make it a quantized one.
-void expect_float_weight(size_t i, const OpOperand& o) {
-  if (o.spec->dtype == DType::I8 || o.spec->dtype == DType::U8)
-    fail(describe(i, o), " is quantized but the node has no attribute '", kWeightDtypeAttr, "'");
-  expect_float(i, o);
-}
-
-// A quantized weight at run time (checked at load): its dtype follows from the stored one
-// (stored_weight_type), its group from the input width over the scales' width.
-kernels::QuantWeights quant_weights(const Tensor& scales, int64_t in_width) {
-  return {scales.as<const uint16_t>(), in_width / scales.dim(1)};
-}
-DType stored_weight_type(const Tensor& w) { return w.dtype == DType::U8 ? DType::I4 : w.dtype; }
-bool is_quantized(const Tensor& w) { return w.dtype == DType::I8 || w.dtype == DType::U8; }
+using namespace ops;
 
 // ---- embedding -----------------------------------------------------------------------------
 
@@ -449,6 +343,7 @@ Status run_cache_write(const kernels::KernelTable& k, const std::vector<Tensor>&
 struct AttentionAttrs {
   int64_t n_heads, head_dim;
   float scale;
+  float softcap;  // 0: none
 };
 
 OpSignature check_attention(const std::vector<OpOperand>& in, const json& attrs) {
@@ -468,14 +363,16 @@ OpSignature check_attention(const std::vector<OpOperand>& in, const json& attrs)
   if (kc[1] == 0 || n_heads % kc[1] != 0)
     fail("n_heads ", n_heads, " is not a multiple of the cache's ", kc[1], " kv heads");
   double scale = attrs.contains("scale") ? float_attr(attrs, "scale", 0, 1e6) : 1.0 / std::sqrt(double(head_dim));
-  return {{out_like(*in[0].spec)}, {}, prepared(AttentionAttrs{n_heads, head_dim, float(scale)})};
+  // softcap (optional, 0 = none): scores capped to softcap * tanh(score / softcap) before the mask.
+  double softcap = attrs.contains("softcap") ? float_attr(attrs, "softcap", 0, 1e6) : 0.0;
+  return {{out_like(*in[0].spec)}, {}, prepared(AttentionAttrs{n_heads, head_dim, float(scale), float(softcap)})};
 }
 
 Status run_attention(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
                      const void* p) {
   const auto& a = *static_cast<const AttentionAttrs*>(p);
   k.attention(in[0].as<float>(), in[0].dim(1), a.n_heads, in[1].dim(1), a.head_dim, in[1].data, in[2].data, in[1].dtype,
-              in[1].dim(2), in[3].as<float>(), a.scale, out[0].as<float>());
+              in[1].dim(2), in[3].as<float>(), a.scale, a.softcap, out[0].as<float>());
   return {};
 }
 
@@ -549,6 +446,38 @@ Status run_scale(const kernels::KernelTable&, const std::vector<Tensor>& in, con
   return {};
 }
 
+// out = gelu(gate) * up with the exact GELU, gate * (1 + erf(gate / sqrt 2)) / 2 (Hugging Face's
+// "gelu"); no kernel folds it into the linear step that reads it.
+Status run_gelu_mul(const kernels::KernelTable&, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                    const void*) {
+  const float *gate = in[0].as<float>(), *up = in[1].as<float>();
+  float* y = out[0].as<float>();
+  parallel_for(numel(in[0]), 16384, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = 0.5f * gate[i] * (1.0f + std::erf(gate[i] * float(M_SQRT1_2))) * up[i];
+  });
+  return {};
+}
+
+// y = cap * tanh(x / cap) (attr "cap" > 0): Gemma 2's final_logit_softcapping, row by row.
+OpSignature check_softcap(const std::vector<OpOperand>& in, const json& attrs) {
+  expect_count(in, 1, 1);
+  expect_activation(0, in[0]);
+  const double cap = float_attr(attrs, "cap", 0, 1e6);
+  if (!(cap > 0)) fail("attribute 'cap' = ", cap, " must be positive");
+  return {{out_like(*in[0].spec)}, {}, prepared(float(cap))};
+}
+
+Status run_softcap(const kernels::KernelTable&, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
+                   const void* p) {
+  const float cap = *static_cast<const float*>(p);
+  const float* x = in[0].as<float>();
+  float* y = out[0].as<float>();
+  parallel_for(numel(in[0]), 16384, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = cap * std::tanh(x[i] / cap);
+  });
+  return {};
+}
+
 OpSignature check_copy(const std::vector<OpOperand>& in, const json&) {
   expect_count(in, 1, 1);
   return {{out_like(*in[0].spec)}, {}, {}};
@@ -614,7 +543,32 @@ constexpr OpDef kOps[] = {
      .linear_fusion = gelu_tanh_mul_fusion},
     {.name = "add", .check = check_binary, .run = run_add, .row_inputs = 0b11, .row_outputs = 0b1, .row_wise = true},
     {.name = "scale", .check = check_scale, .run = run_scale, .row_inputs = 0b1, .row_outputs = 0b1, .row_wise = true},
+    {.name = "gelu_mul",
+     .check = check_binary,
+     .run = run_gelu_mul,
+     .row_inputs = 0b11,
+     .row_outputs = 0b1,
+     .row_wise = true},
+    {.name = "softcap",
+     .check = check_softcap,
+     .run = run_softcap,
+     .row_inputs = 0b1,
+     .row_outputs = 0b1,
+     .row_wise = true},
     {.name = "copy", .check = check_copy, .run = run_copy},
+    {.name = "moe",
+     .check = check_moe,
+     .run = run_moe,
+     .row_inputs = 0b1,
+     .row_outputs = 0b1,
+     .row_wise = true,
+     .plan = plan_moe},
+    {.name = "sigmoid_scale",
+     .check = check_sigmoid_scale,
+     .run = run_sigmoid_scale,
+     .row_inputs = 0b11,
+     .row_outputs = 0b1,
+     .row_wise = true},
 };
 
 }  // namespace

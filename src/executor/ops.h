@@ -54,7 +54,7 @@ struct OpDef {
   // of row_outputs): [1, T] ids and positions, [1, T, N] activations, [1, 1, T, C] masks. The
   // op computes rows [0, n) of its outputs from rows [0, n) of these and whole other operands,
   // so a step can run on its first n rows alone (active rows: the rest are padding).
-  uint32_t row_inputs = 0, row_outputs = 0;
+  uint32_t row_inputs = 0, row_outputs = 0;  // the first 32 operands (a moe node has hundreds)
   // Row r of every row output depends only on row r of the row inputs, so the op can run on any
   // slice of rows (the executor does when only some rows of an output are wanted).
   bool row_wise = false;
@@ -77,6 +77,9 @@ struct OpDef {
                               std::span<const std::vector<Tensor>> inputs, const void* prepared,
                               kernels::FoldedOp folded) = nullptr;
 };
+
+// Whether operand i is a row operand by the bits of OpDef::row_inputs or row_outputs.
+constexpr bool row_operand(uint32_t bits, size_t i) { return i < 32 && (bits >> i & 1) != 0; }
 
 const OpDef* find_op(const std::string& name);
 std::vector<std::string> op_names();

@@ -80,15 +80,16 @@ Shape quantized_storage_shape(const WeightQuant& q, const Shape& logical) {
 
 DType quantized_storage_dtype(const WeightQuant& q) { return q.dtype == DType::I4 ? DType::U8 : DType::I8; }
 
-std::optional<QuantizedOperand> quantized_operand(const NodeSpec& node) {
-  if (node.inputs.size() < 3) return std::nullopt;
+std::vector<QuantizedOperand> quantized_operands(const NodeSpec& node) {
+  std::optional<WeightQuant> q;
   try {
-    std::optional<WeightQuant> q = weight_quant_from_attrs(node.attrs);
-    if (!q) return std::nullopt;
-    return QuantizedOperand{node.inputs[1], node.inputs[2], *q};
-  } catch (const Error&) {
-    return std::nullopt;
-  }
+    q = weight_quant_from_attrs(node.attrs);
+  } catch (const Error&) {}
+  if (!q || node.inputs.size() < 3) return {};
+  if (node.op != "moe") return {{node.inputs[1], node.inputs[2], *q}};
+  std::vector<QuantizedOperand> out;
+  for (size_t i = 2; i + 1 < node.inputs.size(); i += 2) out.push_back({node.inputs[i], node.inputs[i + 1], *q});
+  return out;
 }
 
 bool ProgramSpec::has_quantized_weights() const {

@@ -75,14 +75,15 @@ std::optional<WeightQuant> weight_quant_from_attrs(const nlohmann::json& attrs);
 Shape quantized_storage_shape(const WeightQuant& q, const Shape& logical);
 DType quantized_storage_dtype(const WeightQuant& q);  // I8, or U8 for packed int4
 
-// A quantized weight operand of a node: input 1 with its quantization and its scales (input 2);
-// nullopt for a node without quantization attributes, or with malformed ones or too few inputs
-// (which the executor reports).
+// The quantized weight operands of a node, each with its quantization and its scales: input 1
+// and its scales (input 2), or for a moe node every expert weight and its scales from input 2 on
+// (its router, input 1, stays float). None for a node without quantization attributes, or with
+// malformed ones or too few inputs (which the executor reports).
 struct QuantizedOperand {
   std::string weight, scales;
   WeightQuant quant;
 };
-std::optional<QuantizedOperand> quantized_operand(const NodeSpec& node);
+std::vector<QuantizedOperand> quantized_operands(const NodeSpec& node);
 
 struct MethodSpec {
   std::string name;

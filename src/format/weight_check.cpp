@@ -55,7 +55,7 @@ WeightCheck check_weights(const Program& program) {
   std::map<std::string, std::string> scales_of;  // scales tensor -> its weight
   for (const auto& m : program.spec().methods)
     for (const auto& node : m.nodes)
-      if (auto q = quantized_operand(node)) scales_of.emplace(q->scales, q->weight);
+      for (const QuantizedOperand& q : quantized_operands(node)) scales_of.emplace(q.scales, q.weight);
   WeightCheck check;
   for (const TensorInfo& t : program.container().tensors()) {
     if (t.name.rfind(kEmbeddedFilePrefix, 0) == 0) continue;

@@ -126,7 +126,8 @@ void rope(const float* x, float* y, int64_t rows, int64_t heads, int64_t head_di
 }
 
 void attention(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, const void* k_cache,
-               const void* v_cache, DType cache_type, int64_t max_context, const float* mask, float scale, float* out) {
+               const void* v_cache, DType cache_type, int64_t max_context, const float* mask, float scale,
+               float softcap, float* out) {
   const int64_t group = n_heads / n_kv_heads;
   const size_t elem = dtype_size(cache_type);
   const uint8_t* kc = static_cast<const uint8_t*>(k_cache);
@@ -147,7 +148,11 @@ void attention(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads
         }
         const uint8_t* kr = kc + size_t((g * max_context + j) * head_dim) * elem;
         load_row(kr, cache_type, head_dim, row.data());
-        scores[j] = dot(qr, row.data(), head_dim) * scale + m[j];
+        if (softcap > 0) {
+          scores[j] = softcap * std::tanh(dot(qr, row.data(), head_dim) * scale / softcap) + m[j];
+        } else {
+          scores[j] = dot(qr, row.data(), head_dim) * scale + m[j];
+        }
         if (scores[j] > best) best = scores[j];
       }
       std::fill(acc.begin(), acc.end(), 0.0f);
@@ -199,7 +204,13 @@ void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* 
       silu_mul(x, fusion->up, rows * in, input.data());
     x = input.data();
   }
-  for (int i = 0; i < count; ++i) linear(x, rows, in, outputs[i]);
+  for (int i = 0; i < count; ++i) {
+    const LinearOutput& o = outputs[i];
+    if (o.x_row >= 0)
+      linear(x + o.x_row * in, 1, in, o);
+    else
+      linear(x, rows, in, o);
+  }
 }
 
 // The scalar kernels split a group differently from the SIMD ones: nothing to plan.

@@ -57,18 +57,20 @@ struct KernelTable {
                const int64_t* positions, const float* inv_freq, float attention_factor);
   // Scaled dot-product attention of q[rows, n_heads * D] over caches [n_kv_heads, max_context,
   // D] with additive mask[rows, max_context]. A row whose mask is -inf everywhere gets zeros.
+  // softcap > 0 caps each scaled score s to softcap * tanh(s / softcap) before the mask is added
+  // (Gemma 2's attn_logit_softcapping); 0 leaves the scores as they are.
   void (*attention)(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
                     const void* k_cache, const void* v_cache, DType cache_type, int64_t max_context, const float* mask,
-                    float scale, float* out);
+                    float scale, float softcap, float* out);
   // attention with its variant named: tasks by KV head over slices of each row's visible slots
   // (decode), or blocks of query rows (prefill). Each row's result depends on the variant and
   // its own query and mask row only.
   void (*attention_few_rows)(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
                              const void* k_cache, const void* v_cache, DType cache_type, int64_t max_context,
-                             const float* mask, float scale, float* out);
+                             const float* mask, float scale, float softcap, float* out);
   void (*attention_many_rows)(const float* q, int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
                               const void* k_cache, const void* v_cache, DType cache_type, int64_t max_context,
-                              const float* mask, float scale, float* out);
+                              const float* mask, float scale, float softcap, float* out);
   // What linear_group runs for these arguments (the many-rows variant or the few-rows one) and
   // the scratch it takes; `outputs` need only their weights (y may be null).
   KernelPlan (*plan_linear)(bool many_rows, int64_t rows, int64_t in, const LinearOutput* outputs, int count,

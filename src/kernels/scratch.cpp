@@ -35,6 +35,8 @@ const char* scratch_buffer_name(ScratchBuffer b) {
     case ScratchBuffer::NormWeights: return "norm-weights";
     case ScratchBuffer::AttentionRows: return "attention-rows";
     case ScratchBuffer::AttentionParts: return "attention-parts";
+    case ScratchBuffer::ExpertRouting: return "expert-routing";
+    case ScratchBuffer::ExpertRows: return "expert-rows";
     case ScratchBuffer::WeightTile: return "weight-tile";
     case ScratchBuffer::PartialSums: return "partial-sums";
     case ScratchBuffer::KeyTile: return "key-tile";

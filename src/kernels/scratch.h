@@ -25,6 +25,8 @@ enum class ScratchBuffer : uint8_t {
   NormWeights,     // rms_norm (and a folded one): its weights as float32
   AttentionRows,   // decode attention: each row's slices and tasks
   AttentionParts,  // decode attention: each slice's maximum, sum and outputs
+  ExpertRouting,   // mixture of experts: router probabilities and each row's chosen experts
+  ExpertRows,      // mixture of experts: an expert's input rows and their gate, up and down outputs
   // every thread
   WeightTile,    // blocked multiply: weight rows converted to float32
   PartialSums,   // blocked multiply over chunks of k: sums between chunks

@@ -72,6 +72,8 @@ struct S {
   static bool all_equal(V v, float c) { return _mm256_movemask_ps(_mm256_cmp_ps(v, set1(c), _CMP_NEQ_UQ)) == 0; }
   // x, with c in the lanes where m is c.
   static V masked_fill(V x, V m, float c) { return _mm256_blendv_ps(x, m, _mm256_cmp_ps(m, set1(c), _CMP_EQ_OQ)); }
+  // r, with x in the lanes where x is NaN.
+  static V nan_from(V r, V x) { return _mm256_blendv_ps(r, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); }
   // out[0..4) = the sums of a, b, c and d.
   static void reduce_add4(V a, V b, V c, V d, float* out) {
     const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));

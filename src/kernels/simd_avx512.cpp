@@ -63,6 +63,8 @@ struct S {
   static V masked_fill(V x, V m, float c) {
     return _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(m, set1(c), _CMP_EQ_OQ), m);
   }
+  // r, with x in the lanes where x is NaN.
+  static V nan_from(V r, V x) { return _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x); }
   // out[0..4) = the sums of a, b, c and d.
   static __m256 fold(V v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
   static void reduce_add4(V a, V b, V c, V d, float* out) {

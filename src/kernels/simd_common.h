@@ -73,6 +73,12 @@ struct QuantRows {
   int64_t in = 0, group = 0;
 };
 
+// Row `row` of x alone.
+inline QuantRows quant_row(const QuantRows& x, int64_t row) {
+  const int64_t scales = x.in / x.group + 8;  // a row's scales and offsets, padded
+  return {x.q8 + row * x.in, x.q4 + row * x.in, x.scale + row * scales, x.offset8 + row * scales, x.in, x.group};
+}
+
 // KernelTable::linear_group_first_reads of the SIMD tables: the start of each thread's stretch
 // of a matrix-vector group's output features.
 std::vector<PrefetchRange> matvec_first_reads(int64_t rows, int64_t in, const LinearOutput* outputs, int count,

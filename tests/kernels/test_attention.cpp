@@ -51,7 +51,7 @@ TEST(Attention, MatchesScalar) {
       const float scale = 1.0f / std::sqrt(float(c.head_dim));
       std::vector<float> want(q.size());
       ref.attention(q.data(), c.rows, c.n_heads, c.n_kv_heads, c.head_dim, kc.bytes.data(), vc.bytes.data(), ct,
-                    c.context, mask.data(), scale, want.data());
+                    c.context, mask.data(), scale, 0.0f, want.data());
       if (c.rows > 1) {
         for (int64_t i = 0; i < c.n_heads * c.head_dim; ++i)
           ASSERT_EQ(want[size_t((c.rows - 1) * c.n_heads * c.head_dim + i)], 0.0f);
@@ -61,7 +61,7 @@ TEST(Attention, MatchesScalar) {
           std::vector<float> got(q.size(), 99.0f);
           with_threads(threads, [&] {
             kernel_table(isa)->attention(q.data(), c.rows, c.n_heads, c.n_kv_heads, c.head_dim, kc.bytes.data(),
-                                         vc.bytes.data(), ct, c.context, mask.data(), scale, got.data());
+                                         vc.bytes.data(), ct, c.context, mask.data(), scale, 0.0f, got.data());
           });
           expect_close(got, want, {}, 5e-6f,
                        label(isa, threads) + " attention " + dtype_name(ct) +
@@ -90,7 +90,7 @@ TEST(Attention, IgnoresWhatMaskedSlotsHold) {
       const float scale = 0.125f;
       std::vector<float> want(q.size());
       ref.attention(q.data(), rows, n_heads, n_kv, head_dim, kc.bytes.data(), vc.bytes.data(), ct, context, mask.data(),
-                    scale, want.data());
+                    scale, 0.0f, want.data());
       Stored kg = kc, vg = vc;
       const float garbage[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
                                kNegInf};
@@ -112,9 +112,9 @@ TEST(Attention, IgnoresWhatMaskedSlotsHold) {
             // First every slot visible, garbage and all, so the kernels' working copies of keys
             // and values hold it; the masked call after must not pick any of it up.
             kernel_table(isa)->attention(q.data(), rows, n_heads, n_kv, head_dim, kg.bytes.data(), vg.bytes.data(), ct,
-                                         context, all_visible.data(), scale, got.data());
+                                         context, all_visible.data(), scale, 0.0f, got.data());
             kernel_table(isa)->attention(q.data(), rows, n_heads, n_kv, head_dim, kg.bytes.data(), vg.bytes.data(), ct,
-                                         context, mask.data(), scale, got.data());
+                                         context, mask.data(), scale, 0.0f, got.data());
           });
           expect_close(
               got, want, {}, 5e-6f,
@@ -152,7 +152,7 @@ TEST(Attention, KeepsAnInfiniteKeyOrValueToTheRowsThatSeeIt) {
             mask[size_t(r * context + j)] = j == bad_slot && r >= hole_from ? kNegInf : 0.0f;
         std::vector<float> want(q.size());
         ref.attention(q.data(), rows, n_heads, n_kv, head_dim, kc.bytes.data(), vc.bytes.data(), ct, context,
-                      mask.data(), 0.125f, want.data());
+                      mask.data(), 0.125f, 0.0f, want.data());
         const size_t row_size = size_t(n_heads * head_dim);
         for (int64_t r = 0; r < rows; ++r)
           for (size_t i = 0; i < row_size && !sees_bad_slot(r); ++i)
@@ -165,7 +165,7 @@ TEST(Attention, KeepsAnInfiniteKeyOrValueToTheRowsThatSeeIt) {
             std::vector<float> got(q.size(), 99.0f);
             with_threads(threads, [&] {
               kernel_table(isa)->attention(q.data(), rows, n_heads, n_kv, head_dim, kc.bytes.data(), vc.bytes.data(),
-                                           ct, context, mask.data(), 0.125f, got.data());
+                                           ct, context, mask.data(), 0.125f, 0.0f, got.data());
             });
             const std::string what = label(isa, threads) + " attention with an infinite " +
                                      (in_keys ? "key" : "value") + " at slot " + std::to_string(bad_slot) + ", " +
@@ -216,7 +216,7 @@ TEST(Attention, DecodeSlicesMergeToTheScalarResult) {
         std::vector<float> want(q.size());
         const float scale = 1.0f / std::sqrt(float(l.head_dim));
         ref.attention(q.data(), rows, l.n_heads, l.n_kv_heads, l.head_dim, kc.bytes.data(), vc.bytes.data(), ct,
-                      context, mask.data(), scale, want.data());
+                      context, mask.data(), scale, 0.0f, want.data());
         for (int64_t g = 0; g < l.n_kv_heads; ++g)
           for (int64_t j = 0; j < context; ++j)
             for (int64_t d = 0; d < l.head_dim && !seen[size_t(j)]; ++d) {
@@ -233,7 +233,7 @@ TEST(Attention, DecodeSlicesMergeToTheScalarResult) {
             std::vector<float> got(q.size(), 99.0f);
             with_threads(threads, [&] {
               kernel_table(isa)->attention(q.data(), rows, l.n_heads, l.n_kv_heads, l.head_dim, kc.bytes.data(),
-                                           vc.bytes.data(), ct, context, mask.data(), scale, got.data());
+                                           vc.bytes.data(), ct, context, mask.data(), scale, 0.0f, got.data());
             });
             const std::string what = label(isa, threads) + " decode attention rows=" + std::to_string(rows) +
                                      " heads " + std::to_string(l.n_heads) + "/" + std::to_string(l.n_kv_heads) +

@@ -309,14 +309,14 @@ TEST(GuardPages, Attention) {
           std::vector<float> want(q.size());
           with_threads(threads, [&] {
             k.attention(q.data(), c.rows, c.n_heads, c.n_kv_heads, c.head_dim, kc.data(), vc.data(), ct, c.context,
-                        mask.data(), scale, want.data());
+                        mask.data(), scale, 0.0f, want.data());
           });
           for (Guard guard : kGuards) {
             GuardedBuffer gq(q, guard), gk(kc, guard), gv(vc, guard), gm(mask, guard);
             GuardedBuffer out(q.size() * sizeof(float), guard);
             with_threads(threads, [&] {
               k.attention(gq.as<float>(), c.rows, c.n_heads, c.n_kv_heads, c.head_dim, gk.as(), gv.as(), ct, c.context,
-                          gm.as<float>(), scale, out.as<float>());
+                          gm.as<float>(), scale, 0.0f, out.as<float>());
             });
             ASSERT_EQ(out.copy<float>(), want)
                 << where(isa, guard, threads) << " attention rows=" << c.rows << " heads=" << c.n_heads << "/"

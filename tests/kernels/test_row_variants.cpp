@@ -79,13 +79,13 @@ TEST(RowVariants, AttentionRowsAreTheSameAloneAndTogether) {
           std::vector<float> together(q.size());
           with_threads(threads, [&] {
             fn(q.data(), rows, n_heads, n_kv, head_dim, kc.bytes.data(), vc.bytes.data(), ct, context, mask.data(),
-               0.125f, together.data());
+               0.125f, 0.0f, together.data());
           });
           for (int64_t r = 0; r < rows; ++r) {
             std::vector<float> alone(size_t(n_heads * head_dim));
             with_threads(threads, [&] {
               fn(q.data() + r * n_heads * head_dim, 1, n_heads, n_kv, head_dim, kc.bytes.data(), vc.bytes.data(), ct,
-                 context, mask.data() + r * context, 0.125f, alone.data());
+                 context, mask.data() + r * context, 0.125f, 0.0f, alone.data());
             });
             ASSERT_EQ(std::memcmp(alone.data(), together.data() + r * n_heads * head_dim, alone.size() * sizeof(float)),
                       0)
