@@ -35,6 +35,12 @@ class ExportSummary:
     @property
     def tensors(self) -> int:
         """Number of tensors."""
+    @property
+    def skipped_tensors(self) -> int:
+        """Tensors of a multimodal checkpoint's other towers, not exported."""
+    @property
+    def skipped(self) -> str:
+        """What those are ('' when none)."""
 
 class Program:
     """A program file, mapped and checked for structure (not yet against its contract)."""

@@ -182,9 +182,12 @@ void bind_program(py::module_& m) {
       .def_readonly("file_bytes", &ExportSummary::file_bytes, "Bytes of the program file.")
       .def_readonly("weight_bytes", &ExportSummary::weight_bytes, "Bytes of its weights.")
       .def_readonly("tensors", &ExportSummary::tensors, "Number of tensors.")
+      .def_readonly("skipped_tensors", &ExportSummary::skipped_tensors,
+                    "Tensors of a multimodal checkpoint's other towers, not exported.")
+      .def_readonly("skipped", &ExportSummary::skipped_what, "What those are ('' when none).")
       .def("__repr__", [](const ExportSummary& s) {
         return cat("ExportSummary(file_bytes=", s.file_bytes, ", weight_bytes=", s.weight_bytes,
-                   ", tensors=", s.tensors, ")");
+                   ", tensors=", s.tensors, ", skipped_tensors=", s.skipped_tensors, ")");
       });
 
   m.def("make_checkpoint", &make_checkpoint_folder, py::arg("out"), py::kw_only(), py::arg("preset") = "tiny",

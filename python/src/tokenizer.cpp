@@ -15,10 +15,23 @@ std::vector<ChatMessage> chat_messages(const py::sequence& messages) {
     if (!py::isinstance<py::dict>(item))
       throw UsageError(cat("messages[", i, "]: expected a dict with 'role' and 'content' strings"));
     py::dict d = item.cast<py::dict>();
-    for (const char* key : {"role", "content"})
-      if (!d.contains(key) || !py::isinstance<py::str>(d[key]))
-        throw UsageError(cat("messages[", i, "]: '", key, "' must be a string"));
-    out.push_back({d["role"].cast<std::string>(), d["content"].cast<std::string>()});
+    if (!d.contains("role") || !py::isinstance<py::str>(d["role"]))
+      throw UsageError(cat("messages[", i, "]: 'role' must be a string"));
+    if (!d.contains("content") || !(py::isinstance<py::str>(d["content"]) || py::isinstance<py::list>(d["content"])))
+      throw UsageError(cat("messages[", i, "]: 'content' must be a string or a list of content parts"));
+    py::object content = d["content"];
+    std::string text;
+    if (py::isinstance<py::str>(content)) {
+      text = content.cast<std::string>();
+    } else {  // parts: text joined, an image refused (chat::message_text)
+      const std::string json = py::module_::import("json").attr("dumps")(content).cast<std::string>();
+      try {
+        text = message_text(nlohmann::json::parse(json), cat("messages[", i, "].content"));
+      } catch (const Error& e) {
+        throw UsageError(e.what());
+      }
+    }
+    out.push_back({d["role"].cast<std::string>(), std::move(text)});
   }
   return out;
 }

@@ -206,6 +206,38 @@ double MethodCost::flops(int64_t start, int64_t count) const {
   return f;
 }
 
+namespace {
+
+// A moe node (ops_moe.h): its router, and top_k of its experts at their average size.
+template <typename WeightOf>
+void add_moe_cost(const NodeSpec& node, const WeightOf& weight, MethodCost& c) {
+  const int64_t experts = node.attrs.value("n_experts", int64_t(0)), top_k = node.attrs.value("top_k", int64_t(0));
+  if (experts <= 0 || top_k <= 0) return;
+  if (const TensorInfo* router = weight(node.inputs[1]); router && router->shape.size() == 2) {
+    c.linear_params += double(router->shape[0]) * double(router->shape[1]);
+    c.weight_bytes += double(router->size);
+  }
+  const std::vector<QuantizedOperand> quant = quantized_operands(node);
+  double params = 0, bytes = 0;
+  auto add = [&](const std::string& name, double per_byte) {
+    if (const TensorInfo* w = weight(name))
+      bytes += double(w->size), params += double(*shape_numel(w->shape)) * per_byte;
+  };
+  for (const QuantizedOperand& q : quant) {
+    add(q.weight, q.quant.dtype == DType::I4 ? 2 : 1);
+    if (const TensorInfo* s = weight(q.scales)) bytes += double(s->size);
+  }
+  if (quant.empty())
+    for (size_t i = 2; i < node.inputs.size(); ++i) add(node.inputs[i], 1);
+  const double share = double(top_k) / double(experts);
+  c.linear_params += params * share;
+  c.expert_bytes += bytes;
+  c.routed_expert_bytes += bytes * share;
+  c.weight_bytes += bytes * share;
+}
+
+}  // namespace
+
 MethodCost method_cost(const Program& program, const std::string& name) {
   const MethodSpec* m = program.spec().find_method(name);
   if (!m) fail("program has no method '", name, "'");
@@ -215,7 +247,8 @@ MethodCost method_cost(const Program& program, const std::string& name) {
     c.rows = m->inputs[hf_static::kTokensInput].shape[1];
   for (const NodeSpec& node : m->nodes) {
     // A quantized weight is read with its scales; int4 holds two input features a byte.
-    const std::optional<QuantizedOperand> quant = quantized_operand(node);
+    const std::vector<QuantizedOperand> quants = quantized_operands(node);
+    const QuantizedOperand* quant = quants.empty() ? nullptr : &quants[0];
     const TensorInfo* scales = quant ? weight(quant->scales) : nullptr;
     const double per_byte = quant && quant->quant.dtype == DType::I4 ? 2 : 1;
     const size_t bias_at = quant ? 3 : 2;
@@ -231,6 +264,8 @@ MethodCost method_cost(const Program& program, const std::string& name) {
       }
       if (node.inputs.size() == bias_at + 1)
         if (const TensorInfo* b = weight(node.inputs[bias_at])) c.weight_bytes += double(b->size);
+    } else if (node.op == "moe" && node.inputs.size() >= 2) {
+      add_moe_cost(node, weight, c);
     } else if ((node.op == "rms_norm" || node.op == "head_rms_norm") && node.inputs.size() == 2) {
       if (const TensorInfo* w = weight(node.inputs[1])) c.weight_bytes += double(w->size);
     } else if (node.op == "embedding" && node.inputs.size() >= 2) {
@@ -420,6 +455,7 @@ BenchResult run_bench(const BenchOptions& o) {
                 {"max_context", info.max_context},
                 {"prefill_len", info.prefill_len},
                 {"linear_params", decode_cost.linear_params},
+                {"expert_bytes", decode_cost.expert_bytes},
                 {"weight_bytes", program->weight_bytes()},
                 {"cache_bytes", cache_bytes},
                 {"file_bytes", program->file_size()}};
@@ -444,6 +480,7 @@ BenchResult run_bench(const BenchOptions& o) {
                {"context_start", o.prompt},
                {"tokens_per_s", s.to_json()},
                {"bytes_per_token", decode_bytes},
+               {"routed_expert_bytes_per_token", decode_cost.routed_expert_bytes},
                {"flops_per_token", decode_flops},
                {"gbps", decode_bytes * s.median / 1e9},
                {"cpu_share", tg.cpu / tg.wall / threads}};

@@ -70,6 +70,10 @@ struct MethodCost {
                                     // which the IOManager computes for one row a step
   double weight_bytes = 0;          // bytes of linear and norm weights read once per call (with scales)
   double embedding_row_bytes = 0;   // bytes of one embedding row (with its scales)
+  // Mixture-of-experts layers: a row runs the router and top_k experts of each. weight_bytes and
+  // linear_params count the router and top_k experts of average size (what a decode step reads);
+  // expert_bytes is the size of all experts, routed_expert_bytes the top_k of them counted.
+  double expert_bytes = 0, routed_expert_bytes = 0;
   // Per layer with attention: n_heads, n_kv_heads, head_dim, cache element size.
   struct Attention {
     int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0, elem = 0;

@@ -28,6 +28,27 @@ std::string render_chat_template(const std::string& source, const nlohmann::json
       options);
 }
 
+std::string message_text(const nlohmann::json& content, const std::string& where) {
+  if (content.is_null()) return "";
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) fail(where, ": expected a string or a list of content parts");
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const nlohmann::json& part = content[i];
+    const std::string at = cat(where, "[", i, "]");
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
+      fail(at, ": expected a content part, an object with a 'type'");
+    const std::string type = part["type"].get<std::string>();
+    if (type == "image" || type == "image_url")
+      fail(at, ": an image part ('", type, "') is not supported: the program is a text model (a multimodal ",
+           "checkpoint exports its language model alone)");
+    if (type != "text") fail(at, ": content part type '", type, "' is not supported (only 'text')");
+    if (!part.contains("text") || !part["text"].is_string()) fail(at, ".text: expected a string");
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
 std::string apply_chat_template(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
                                 bool add_generation_prompt, const nlohmann::ordered_json& extra_context) {
   if (tokenizer.chat_template().empty()) fail("tokenizer has no chat_template (tokenizer_config.json)");

@@ -36,6 +36,13 @@ std::string render_chat_template(const std::string& source, const nlohmann::orde
 std::string render_chat_template(const std::string& source, const nlohmann::json& context,
                                  const ChatTemplateOptions& options = {});
 
+// The text of a message's content as transformers' chat messages hold it: a string, null (no
+// text) or a list of parts, whose {"type": "text", "text": ...} parts are joined. An image part
+// ({"type": "image"} or "image_url", as a multimodal template reads it) is an error: programs are
+// text models (a Gemma 3 checkpoint exports its language model alone). Errors are one line that
+// names the part: "messages[0].content[1]: ...", `where` being "messages[0].content".
+std::string message_text(const nlohmann::json& content, const std::string& where);
+
 // Renders tokenizer.chat_template() with messages, add_generation_prompt, and the tokenizer's
 // bos_token and eos_token, plus the variables of `extra_context` (a JSON object: tools,
 // documents, enable_thinking...). Throws Error when the tokenizer has no chat template.

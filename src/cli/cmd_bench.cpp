@@ -89,6 +89,9 @@ int run_bench_command(const std::vector<std::string>& argv) {
       std::printf("         each decode run against a bandwidth pass right after it: %.1f%% (%.1f .. %.1f)\n",
                   100 * f["median"].get<double>(), 100 * f["min"].get<double>(), 100 * f["max"].get<double>());
     }
+    if (const double experts = j["model"]["expert_bytes"].get<double>(); experts > 0)
+      std::printf("         bytes a token reads count the routed experts only: %.1f MiB of the %.1f MiB of experts\n",
+                  tg["routed_expert_bytes_per_token"].get<double>() / (1 << 20), experts / (1 << 20));
   }
   const auto& mem = j["memory"];
   std::printf("memory   peak RSS %.1f MiB; weights + caches %.1f MiB (+64 MiB budget: %s)\n",

@@ -66,13 +66,16 @@ int run_export(const std::vector<std::string>& argv) {
   if (show_progress) std::fprintf(stderr, "\n");
   std::printf("wrote %s: %zu tensors, %.1f MiB of weights, %.1f MiB in all\n", out->c_str(), s.tensors,
               double(s.weight_bytes) / (1 << 20), double(s.file_bytes) / (1 << 20));
+  if (s.skipped_tensors > 0)
+    std::printf("skipped %zu tensors of %s: the program is the language model alone\n", s.skipped_tensors,
+                s.skipped_what.c_str());
   return kExitOk;
 }
 
 int run_make_checkpoint(const std::vector<std::string>& argv) {
-  Args args(argv, {"--preset", "--seed", "-o|--out", "--dtype", "--shard-mib"}, {"--list"});
+  Args args(argv, {"--preset", "--seed", "-o|--out", "--dtype", "--shard-mib", "--num-layers"}, {"--list"});
   if (args.has("--list")) {
-    for (const auto& p : checkpoint_presets()) std::printf("%-14s %s\n", p.name.c_str(), p.description.c_str());
+    for (const auto& p : checkpoint_presets()) std::printf("%-16s %s\n", p.name.c_str(), p.description.c_str());
     return kExitOk;
   }
   args.expect_positional(0, "");
@@ -84,6 +87,7 @@ int run_make_checkpoint(const std::vector<std::string>& argv) {
   if (args.has("--dtype"))
     options.dtype = parse_dtype_flag(args, "--dtype", {DType::F32, DType::F16, DType::BF16}, DType::F32);
   options.shard_bytes = uint64_t(args.get_int("--shard-mib", 0, 0, 1 << 20)) << 20;
+  if (args.has("--num-layers")) options.num_layers = args.get_int("--num-layers", 0, 1, 4096);
   find_checkpoint_preset(options.preset);  // unknown preset: error before touching the folder
   make_checkpoint(*out, options);
   std::printf("wrote %s (preset %s, seed %llu)\n", out->c_str(), options.preset.c_str(),
@@ -100,7 +104,8 @@ HFSTATIC_COMMAND("export", "export a Hugging Face checkpoint folder to a program
                  "input|reverse|by-kind|rotate] [-q]",
                  run_export);
 HFSTATIC_COMMAND("make-checkpoint", "write a random-initialised Hugging Face checkpoint",
-                 "[--preset NAME] [--seed N] -o HF_DIR [--dtype float32|float16|bfloat16] [--shard-mib N] | --list",
+                 "[--preset NAME] [--seed N] -o HF_DIR [--dtype float32|float16|bfloat16] [--shard-mib N]\n"
+                 "       [--num-layers N] | --list",
                  run_make_checkpoint);
 
 }  // namespace hfstatic::cli

@@ -34,9 +34,9 @@ void print_weights(const Program& program) {
   std::map<std::string, std::string> scales_of;
   for (const auto& m : program.spec().methods)
     for (const auto& node : m.nodes)
-      if (auto q = quantized_operand(node)) {
-        quantized.emplace(q->weight, *q);
-        scales_of.emplace(q->scales, q->weight);
+      for (const QuantizedOperand& q : quantized_operands(node)) {
+        quantized.emplace(q.weight, q);
+        scales_of.emplace(q.scales, q.weight);
       }
   std::map<std::string, uint64_t> bytes_by_dtype;
   size_t count = 0;

@@ -70,6 +70,15 @@ HfCheckpoint HfCheckpoint::open(const std::string& dir) {
     }
     c.shards_.push_back(std::move(shard));
   }
+  // A multimodal checkpoint: the first layout whose embedding it holds (else the first, which
+  // the missing tensor's error then names).
+  if (const std::optional<TextModelLayout>& text = c.config_.family->text_model)
+    for (const auto& [prefix, lm_head] : text->layouts)
+      if (c.tensors_.count(prefix + "embed_tokens.weight")) {
+        c.config_.model_prefix = prefix;
+        c.config_.lm_head_name = lm_head;
+        break;
+      }
   return c;
 }
 

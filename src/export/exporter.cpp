@@ -84,7 +84,8 @@ ExportSummary export_program(const std::string& dir, const std::string& out_path
     const Shape shape = w.shape;
     if (w.plus_one) {  // 1 + w computed in float32, as the model's norm does, and kept in float32
       const size_t n = size_t(*shape_numel(shape));
-      writer.add_weight(w.name, DType::F32, shape, [&ckpt, name = w.name, n](uint8_t* dst) {
+      const std::string source = w.source.empty() ? w.name : w.source;  // a multimodal checkpoint's name
+      writer.add_weight(w.name, DType::F32, shape, [&ckpt, name = source, n](uint8_t* dst) {
         std::vector<float> values(n);
         ckpt.read(name, DType::F32, reinterpret_cast<uint8_t*>(values.data()));
         for (float& v : values) v += 1.0f;
@@ -108,6 +109,16 @@ ExportSummary export_program(const std::string& dir, const std::string& out_path
     if (!bytes.empty()) writer.add_file(side, bytes);
   }
   writer.add_file("config.json", ckpt.raw_config().dump(2));
+  // A multimodal checkpoint's other towers: left out, and counted for the summary.
+  if (const std::optional<TextModelLayout>& text = config.family->text_model) {
+    summary.skipped_what = text->skipped_what;
+    for (const std::string& name : ckpt.tensor_names())
+      for (const std::string& prefix : text->skipped_prefixes)
+        if (name.rfind(prefix, 0) == 0) {
+          ++summary.skipped_tensors;
+          break;
+        }
+  }
   writer.write(out_path, options.progress);
   summary.file_bytes = Program::load(out_path, PagePolicy::Plain)->file_size();
   return summary;

@@ -21,6 +21,10 @@ struct ExportSummary {
   uint64_t file_bytes = 0;
   uint64_t weight_bytes = 0;
   size_t tensors = 0;
+  // A multimodal checkpoint's tensors that are not the language model's: how many, and whose
+  // ("the vision tower and multi-modal projector").
+  size_t skipped_tensors = 0;
+  std::string skipped_what;
 };
 
 // Validates the checkpoint against its config, then writes `out_path` atomically: on any error

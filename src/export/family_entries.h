@@ -13,5 +13,11 @@ FamilySpec phi3_family();
 FamilySpec smollm3_family();
 FamilySpec granite_family();
 FamilySpec gemma3_text_family();
+FamilySpec gemma2_family();
+FamilySpec gemma3_family();
+FamilySpec mixtral_family();
+FamilySpec qwen2_moe_family();
+FamilySpec qwen3_moe_family();
+FamilySpec olmoe_family();
 
 }  // namespace hfstatic

@@ -42,6 +42,13 @@ std::vector<CheckpointPreset> llama_presets() {
            "max_position_embeddings":8192,"rms_norm_eps":1e-5,"rope_theta":100000.0,"tie_word_embeddings":true,
            "bos_token_id":1,"eos_token_id":2,"hidden_act":"silu","attention_bias":false,"torch_dtype":"bfloat16"})",
        DType::BF16, 0.02},
+      {"olmoe-1b-7b-dense",
+       "OLMoE-1B-7B's active shapes as a dense llama (MLP 8192 = 8 experts x 1024): MoE benchmarks",
+       R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":2048,"intermediate_size":8192,
+           "num_hidden_layers":16,"num_attention_heads":16,"num_key_value_heads":16,"vocab_size":50304,
+           "max_position_embeddings":4096,"rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":false,
+           "eos_token_id":50279,"hidden_act":"silu","torch_dtype":"bfloat16"})",
+       DType::BF16, 0.02},
   };
 }
 

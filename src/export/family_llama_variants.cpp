@@ -21,6 +21,24 @@ std::vector<CheckpointPreset> phi3_presets() {
            "rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":true,"sliding_window":512,
            "bos_token_id":256,"eos_token_id":[258,256],"hidden_act":"silu","attention_bias":false})",
        DType::F32, 0.2},
+      // Like tiny-phi3 with an original length of 32: a context past it takes the long factors.
+      {"tiny-phi3-long",
+       "tiny phi3 whose original_max_position_embeddings 32 is shorter than the tests' context (tests)",
+       R"({"architectures":["Phi3ForCausalLM"],"model_type":"phi3","hidden_size":64,"intermediate_size":128,
+           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
+           "max_position_embeddings":512,"original_max_position_embeddings":32,"partial_rotary_factor":0.75,
+           "rope_scaling":{"type":"longrope","short_factor":[1.0,1.25,1.5,2.0,3.0,4.0],
+                           "long_factor":[1.0,2.0,4.0,8.0,16.0,32.0]},
+           "rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":true,"sliding_window":512,
+           "bos_token_id":256,"eos_token_id":[258,256],"hidden_act":"silu","attention_bias":false})",
+       DType::F32, 0.2},
+      {"tiny-phi3-sw", "tiny phi3 with a sliding window of 5 on every layer, as Phi-3-mini-4k's 2047 (tests)",
+       R"({"architectures":["Phi3ForCausalLM"],"model_type":"phi3","hidden_size":64,"intermediate_size":128,
+           "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
+           "max_position_embeddings":512,"original_max_position_embeddings":512,"rope_scaling":null,
+           "rms_norm_eps":1e-5,"rope_theta":10000.0,"tie_word_embeddings":false,"sliding_window":5,
+           "bos_token_id":256,"eos_token_id":258,"hidden_act":"silu","attention_bias":false})",
+       DType::F32, 0.2},
       {"phi-3-mini-4k", "Phi-3-mini-4k shapes (phi3, 32 layers, fused projections, sliding_window 2047)",
        R"({"architectures":["Phi3ForCausalLM"],"model_type":"phi3","hidden_size":3072,"intermediate_size":8192,
            "num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":32,"vocab_size":32064,
@@ -53,15 +71,15 @@ std::vector<CheckpointPreset> phi3_presets() {
 
 }  // namespace
 
-// Every layer attends through the window (Phi-3-mini-4k: 2047); build_program refuses a
-// max_context beyond it.
+// Every layer attends through the window when there is one (Phi-3-mini-4k: 2047).
 FamilySpec phi3_family() {
   return {
       .model_type = "phi3",
       .architectures = {"Phi3ForCausalLM"},
       .window = WindowField::Read,
-      .sliding_layers = SlidingLayers::Refused,
+      .sliding_layers = SlidingLayers::Every,
       .longrope_original_default = 4096,
+      .legacy_yarn_is_longrope = true,
       .refusals = {{"attention_bias", Refusal::When::True, "for phi3"}, {"lm_head_bias", Refusal::When::True}},
       .fused_projections = true,
       .presets = phi3_presets(),
@@ -102,6 +120,14 @@ std::vector<CheckpointPreset> smollm3_presets() {
            "no_rope_layers":[1,0,1,1],"no_rope_layer_interval":4,"use_sliding_window":false,"sliding_window":null,
            "bos_token_id":null,"eos_token_id":258,"hidden_act":"silu","attention_bias":false,"mlp_bias":false})",
        DType::F32, 0.2},
+      {"tiny-smollm3-sw",
+       "tiny smollm3 with use_sliding_window: its layer without rope slides over 5 positions (tests)",
+       R"({"architectures":["SmolLM3ForCausalLM"],"model_type":"smollm3","hidden_size":64,"intermediate_size":128,
+           "num_hidden_layers":4,"num_attention_heads":4,"num_key_value_heads":1,"vocab_size":272,
+           "max_position_embeddings":512,"rms_norm_eps":1e-6,"rope_theta":5000000.0,"tie_word_embeddings":true,
+           "no_rope_layers":[1,0,1,1],"no_rope_layer_interval":4,"use_sliding_window":true,"sliding_window":5,
+           "bos_token_id":null,"eos_token_id":258,"hidden_act":"silu","attention_bias":false,"mlp_bias":false})",
+       DType::F32, 0.2},
       {"smollm3-3b", "SmolLM3-3B shapes (smollm3, 36 layers, every 4th without rope, tied)",
        R"({"architectures":["SmolLM3ForCausalLM"],"model_type":"smollm3","hidden_size":2048,"intermediate_size":11008,
            "num_hidden_layers":36,"num_attention_heads":16,"num_key_value_heads":4,"vocab_size":128256,
@@ -117,14 +143,14 @@ std::vector<CheckpointPreset> smollm3_presets() {
 
 }  // namespace
 
-// The window applies to the layers without rope only; build_program refuses it whenever it is
-// shorter than max_context.
+// With use_sliding_window, the window applies to the layers layer_types marks, or else to the
+// layers without rope (SmolLM3Config).
 FamilySpec smollm3_family() {
   return {
       .model_type = "smollm3",
       .architectures = {"SmolLM3ForCausalLM"},
       .window = WindowField::ReadWhenUsed,
-      .sliding_layers = SlidingLayers::Refused,
+      .sliding_layers = SlidingLayers::LayerTypesOrNoRope,
       .parse = parse_smollm3,
       .presets = smollm3_presets(),
   };

@@ -5,9 +5,10 @@
 namespace hfstatic {
 
 const std::vector<FamilySpec>& families() {
-  static const std::vector<FamilySpec> table = {llama_family(),   mistral_family(),    qwen2_family(),
-                                                qwen3_family(),   phi3_family(),       smollm3_family(),
-                                                granite_family(), gemma3_text_family()};
+  static const std::vector<FamilySpec> table = {
+      llama_family(),   mistral_family(),   qwen2_family(),       qwen3_family(),  phi3_family(),
+      smollm3_family(), granite_family(),   gemma3_text_family(), gemma2_family(), gemma3_family(),
+      mixtral_family(), qwen2_moe_family(), qwen3_moe_family(),   olmoe_family()};
   return table;
 }
 

@@ -78,6 +78,38 @@ std::string scaled(MethodBuilder& b, const std::string& x, double factor, const 
   return factor == 1 ? x : b.op("scale", {x}, out, width, {{"factor", factor}});
 }
 
+// The op of act(gate) * up for the config's hidden activation.
+const char* gated_activation_op(const HfConfig& c) {
+  if (c.hidden_act == "gelu_pytorch_tanh") return "gelu_tanh_mul";
+  return c.hidden_act == "gelu" ? "gelu_mul" : "silu_mul";
+}
+
+// A gated MLP down(act(gate x) * up x) of width F; weights: gate, up, down. Returns its output.
+std::string build_mlp(MethodBuilder& b, const HfConfig& c, const std::string& x, const std::array<std::string, 3>& w,
+                      int64_t F, const std::string& out) {
+  std::string g = b.op("linear", {x, w[0]}, out + "gate", F);
+  std::string u = b.op("linear", {x, w[1]}, out + "up", F);
+  std::string act = b.op(gated_activation_op(c), {g, u}, out + "act", F);
+  return b.op("linear", {act, w[2]}, out + "down", c.hidden_size);
+}
+
+// Layer l's mixture of experts over x: one moe node (router, top-k, the chosen experts), plus
+// the shared expert scaled by the sigmoid of its gate where the family has one.
+std::string build_experts(MethodBuilder& b, const HfConfig& c, int64_t l, const std::string& x) {
+  const MoeConfig& moe = *c.moe;
+  const MoeLayerNames names = moe_layer_names(moe, l);
+  const std::string v = cat("l", l, ".");
+  std::vector<std::string> inputs = {x, names.router};
+  for (const auto& expert : names.experts) inputs.insert(inputs.end(), expert.begin(), expert.end());
+  std::string out = b.op("moe", inputs, v + "experts", c.hidden_size,
+                         {{"n_experts", moe.experts}, {"top_k", moe.top_k}, {"normalize", moe.normalize_top_k}});
+  if (moe.shared_expert_size == 0) return out;
+  const std::string shared = build_mlp(b, c, x, names.shared, moe.shared_expert_size, v + "shared_");
+  const std::string gate = b.op("linear", {x, names.shared_gate}, v + "shared_expert_gate", 1);
+  const std::string gated = b.op("sigmoid_scale", {shared, gate}, v + "shared_gated", c.hidden_size);
+  return b.op("add", {out, gated}, v + "moe", c.hidden_size);
+}
+
 // One decoder layer from residual stream h; returns the new residual stream.
 std::string build_layer(MethodBuilder& b, const HfConfig& c, int64_t l, const std::string& h0, const LayerInputs& in) {
   const int64_t H = c.num_key_value_heads, D = c.head_dim;
@@ -98,8 +130,9 @@ std::string build_layer(MethodBuilder& b, const HfConfig& c, int64_t l, const st
   std::string k = proj("k_proj", x, KV, c.attention_bias);
   std::string val = proj("v_proj", x, KV, c.attention_bias);
   if (c.qk_norm) {
-    q = b.op("head_rms_norm", {q, p + "self_attn.q_norm.weight"}, v + "q_norm", Q, eps);
-    k = b.op("head_rms_norm", {k, p + "self_attn.k_norm.weight"}, v + "k_norm", KV, eps);
+    const char* norm_op = c.qk_norm_whole ? "rms_norm" : "head_rms_norm";
+    q = b.op(norm_op, {q, p + "self_attn.q_norm.weight"}, v + "q_norm", Q, eps);
+    k = b.op(norm_op, {k, p + "self_attn.k_norm.weight"}, v + "k_norm", KV, eps);
   }
   if (c.rope_layers.empty() || c.rope_layers[size_t(l)]) {
     q = b.op("rope", {q, in.positions}, v + "q_rope", Q, *in.rope);
@@ -109,15 +142,17 @@ std::string build_layer(MethodBuilder& b, const HfConfig& c, int64_t l, const st
   json attention = {{"n_heads", c.num_attention_heads}};
   if (c.query_pre_attn_scalar) attention["scale"] = 1.0 / std::sqrt(*c.query_pre_attn_scalar);
   if (c.attention_multiplier) attention["scale"] = *c.attention_multiplier;
+  if (c.attn_logit_softcapping) attention["softcap"] = *c.attn_logit_softcapping;
   std::string a = b.op("attention", {q, in.k_cache, in.v_cache, in.mask}, v + "attn", Q, attention);
   std::string out = scaled(b, proj("o_proj", a, E, c.o_proj_bias), c.residual_multiplier, v + "o_scaled", E);
   if (c.sandwich_norms) out = norm(out, "post_attention_layernorm", "attn_post_norm");
   std::string h = b.op("add", {h0, out}, v + "attn_residual", E);
   x = norm(h, c.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", "mlp_norm");
-  std::string g = b.op("linear", {x, p + "mlp.gate_proj.weight"}, v + "gate", F);
-  std::string u = b.op("linear", {x, p + "mlp.up_proj.weight"}, v + "up", F);
-  std::string act = b.op(c.hidden_act == "gelu_pytorch_tanh" ? "gelu_tanh_mul" : "silu_mul", {g, u}, v + "act", F);
-  std::string d = b.op("linear", {act, p + "mlp.down_proj.weight"}, v + "down", E);
+  std::string d =
+      c.moe && c.moe->layers[size_t(l)]
+          ? build_experts(b, c, l, x)
+          : build_mlp(b, c, x, {p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight", p + "mlp.down_proj.weight"}, F,
+                      v);
   if (c.sandwich_norms) d = norm(d, "post_feedforward_layernorm", "mlp_post_norm");
   d = scaled(b, d, c.residual_multiplier, v + "down_scaled", E);
   return b.op("add", {h, d}, v + "mlp_residual", E);
@@ -172,7 +207,14 @@ MethodSpec build_method(const hf_static::Metadata& meta, bool prefill, const HfC
   // logits / logits_scaling, as (h / logits_scaling) lm_head^T: the lm_head keeps its row slicing.
   hn = scaled(b, hn, 1 / c.logits_scaling, "final_norm_scaled", E);
   const std::string head = c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
-  b.op("linear", {hn, head}, "logits", c.vocab_size);
+  // The final soft-cap after the lm_head: both run on the wanted rows only (a row-wise op after
+  // the lm_head keeps it sliceable).
+  if (c.final_logit_softcapping) {
+    const std::string raw = b.op("linear", {hn, head}, "logits_uncapped", c.vocab_size);
+    b.op("softcap", {raw}, "logits", c.vocab_size, {{"cap", *c.final_logit_softcapping}});
+  } else {
+    b.op("linear", {hn, head}, "logits", c.vocab_size);
+  }
 
   MethodSpec& m = b.spec();
   m.outputs.resize(output_count(L, o.repeat_state));
@@ -202,11 +244,6 @@ BuiltProgram build_program(const HfConfig& c, const GraphOptions& o) {
     fail("--prefill-len ", o.prefill_len, " is outside [1, max_context = ", o.max_context, "]");
   if (o.cache_dtype != DType::F32 && o.cache_dtype != DType::F16)
     fail("--cache-dtype ", dtype_name(o.cache_dtype), " is not supported (float32, float16)");
-  // Families whose window is not read into sliding layers (SlidingLayers::Refused: phi3, smollm3).
-  if (c.sliding_window && *c.sliding_window < o.max_context && c.sliding_layers.empty())
-    fail(c.origin.empty() ? "config.json" : c.origin, ": config field 'sliding_window' = ", *c.sliding_window,
-         " is smaller than max_context ", o.max_context, "; sliding-window attention is not supported for ",
-         c.model_type, " (export with --max-context ", *c.sliding_window, " or less)");
 
   hf_static::Metadata meta;
   meta.n_layers = c.num_hidden_layers;

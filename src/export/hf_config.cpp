@@ -1,5 +1,6 @@
 #include "export/hf_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "export/config_reader.h"
@@ -29,10 +30,17 @@ std::vector<int64_t> token_ids(const json& v, const char* key, const std::string
 std::vector<bool> read_sliding_layers(const json& j, const ConfigReader& r, const HfConfig& c) {
   const size_t n = size_t(c.num_hidden_layers);
   const SlidingLayers rule = c.family->sliding_layers;
-  if (rule == SlidingLayers::Refused) return {};
   if (!c.sliding_window) return std::vector<bool>(n, false);
   if (rule == SlidingLayers::Every) return std::vector<bool>(n, true);
   std::vector<bool> out(n, false);
+  if (rule == SlidingLayers::LayerTypesOrEven && !r.has("layer_types")) {
+    for (size_t l = 0; l < n; ++l) out[l] = l % 2 == 0;
+    return out;
+  }
+  if (rule == SlidingLayers::LayerTypesOrNoRope && !r.has("layer_types")) {
+    for (size_t l = 0; l < n; ++l) out[l] = !c.rope_layers.empty() && !c.rope_layers[l];
+    return out;
+  }
   if (rule == SlidingLayers::LayerTypesOrPattern && !r.has("layer_types")) {  // every pattern-th layer is global
     const char* key = r.has("sliding_window_pattern") ? "sliding_window_pattern" : "_sliding_window_pattern";
     const int64_t pattern = r.integer(key, 1, 1 << 20, 6);
@@ -66,12 +74,22 @@ void read_attention_bias(const ConfigReader& r, const FamilySpec& family, HfConf
   c.o_proj_bias = c.attention_bias && family.attention_bias == AttentionBias::FromConfig;
 }
 
-void check_activation(const ConfigReader& r, const FamilySpec& family) {
+// The hidden activation: the first of the family's activation fields present (each present one
+// must name an activation it implements), else its default.
+std::string read_activation(const ConfigReader& r, const FamilySpec& family) {
+  std::string supported = family.activation, out;
+  for (const std::string& a : family.other_activations) supported += ", " + a;
   for (const std::string& key : family.activation_keys) {
-    if (r.has(key.c_str()) && r.j[key] != family.activation)
-      fail(r.origin, ": config field '", key, "' = ", quote_json(r.j[key]),
-           " is not supported (supported: ", family.activation, ")");
+    if (!r.has(key.c_str())) continue;
+    const json& v = r.j[key];
+    const bool known =
+        v == family.activation || std::find(family.other_activations.begin(), family.other_activations.end(), v) !=
+                                      family.other_activations.end();
+    if (!known)
+      fail(r.origin, ": config field '", key, "' = ", quote_json(v), " is not supported (supported: ", supported, ")");
+    if (out.empty()) out = v.get<std::string>();
   }
+  return out.empty() ? family.activation : out;
 }
 
 void check_refusals(const ConfigReader& r, const FamilySpec& family) {
@@ -93,6 +111,27 @@ std::optional<int64_t> read_window(const ConfigReader& r, const FamilySpec& fami
   return r.integer("sliding_window", 1, kBig, family.window_default);
 }
 
+// A multimodal checkpoint's language model (FamilySpec::text_model): text_config over the text
+// config class's defaults, with the top level's token ids and dtype, parsed as its own family.
+HfConfig parse_text_model(const json& j, const FamilySpec& family, const std::string& origin) {
+  const TextModelLayout& layout = *family.text_model;
+  json text = json::parse(layout.text_defaults);
+  if (j.contains("text_config") && !j["text_config"].is_null()) {
+    if (!j["text_config"].is_object())
+      fail(origin, ": config field 'text_config' = ", quote_json(j["text_config"]), " is not an object");
+    for (const auto& [key, value] : j["text_config"].items()) text[key] = value;
+  }
+  for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype"})
+    if (j.contains(key) && !j[key].is_null()) text[key] = j[key];
+  text["model_type"] = layout.text_model_type;
+  HfConfig c = HfConfig::parse(text, origin + " (text_config)");
+  c.model_type = family.model_type;
+  c.family = &family;
+  c.model_prefix = layout.layouts.at(0).first;
+  c.lm_head_name = layout.layouts.at(0).second;
+  return c;
+}
+
 }  // namespace
 
 HfConfig HfConfig::parse(const json& j, const std::string& origin) {
@@ -108,6 +147,7 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
     fail(origin, ": config field 'model_type' = '", c.model_type,
          "' is not supported (supported: ", supported_families(), ")");
   const FamilySpec& family = *c.family;
+  if (family.text_model) return parse_text_model(j, family, origin);
   constexpr int64_t kBig = int64_t(1) << 31;
   c.hidden_size = r.integer("hidden_size", 1, kBig);
   c.intermediate_size = r.integer("intermediate_size", 1, kBig);
@@ -132,10 +172,10 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
 
   read_attention_bias(r, family, c);
   if (r.boolean("mlp_bias", false)) fail(origin, ": config field 'mlp_bias' = true is not supported");
-  check_activation(r, family);
+  c.hidden_act = read_activation(r, family);
   check_refusals(r, family);
-  c.hidden_act = family.activation;
   c.qk_norm = family.qk_norm;
+  c.qk_norm_whole = family.qk_norm_whole;
   c.fused_projections = family.fused_projections;
   c.sandwich_norms = family.sandwich_norms;
   c.norm_plus_one = family.norm_plus_one;
@@ -144,9 +184,6 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   if (family.parse) family.parse(r, c);
   c.sliding_layers = read_sliding_layers(j, r, c);
   parse_rope_config(j, c, origin);
-  if (family.refuses_rope_scaling && c.rope_scaling)
-    fail(origin, ": config field 'rope_scaling' type '", c.rope_scaling->type, "' is not supported for ", c.model_type,
-         " (supported: none, default)");
   if (r.has("bos_token_id")) c.bos_token_id = r.integer("bos_token_id", 0, c.vocab_size - 1);
   if (j.contains("eos_token_id")) c.eos_token_ids = token_ids(j["eos_token_id"], "eos_token_id", origin);
   for (int64_t id : c.eos_token_ids)
@@ -155,7 +192,46 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   return c;
 }
 
-std::vector<WeightUse> expected_tensors(const HfConfig& c) {
+MoeLayerNames moe_layer_names(const MoeConfig& moe, int64_t layer) {
+  const std::string p = cat("model.layers.", layer, ".");
+  MoeLayerNames n;
+  const bool block_sparse = moe.layout == ExpertLayout::BlockSparse;
+  const std::string block = p + (block_sparse ? "block_sparse_moe." : "mlp.");
+  n.router = block + "gate.weight";
+  for (int64_t e = 0; e < moe.experts; ++e) {
+    const std::string x = cat(block, "experts.", e, ".");
+    n.experts.push_back(block_sparse
+                            ? std::array{x + "w1.weight", x + "w3.weight", x + "w2.weight"}
+                            : std::array{x + "gate_proj.weight", x + "up_proj.weight", x + "down_proj.weight"});
+  }
+  if (moe.shared_expert_size > 0) {
+    const std::string x = block + "shared_expert.";
+    n.shared = {x + "gate_proj.weight", x + "up_proj.weight", x + "down_proj.weight"};
+    n.shared_gate = block + "shared_expert_gate.weight";
+  }
+  return n;
+}
+
+std::vector<WeightUse> expert_tensors(const MoeConfig& moe, int64_t layer, int64_t hidden) {
+  const MoeLayerNames n = moe_layer_names(moe, layer);
+  const int64_t E = hidden, F = moe.expert_size, S = moe.shared_expert_size;
+  std::vector<WeightUse> out = {{n.router, {moe.experts, E}}};
+  for (const auto& [gate, up, down] : n.experts) {
+    out.push_back({gate, {F, E}});
+    out.push_back({up, {F, E}});
+    out.push_back({down, {E, F}});
+  }
+  if (S > 0) {
+    out.push_back({n.shared[0], {S, E}});
+    out.push_back({n.shared[1], {S, E}});
+    out.push_back({n.shared[2], {E, S}});
+    out.push_back({n.shared_gate, {1, E}});
+  }
+  return out;
+}
+
+// Every tensor of the config as a text-only checkpoint names it.
+static std::vector<WeightUse> model_tensors(const HfConfig& c) {
   std::vector<WeightUse> out;
   const int64_t E = c.hidden_size, D = c.head_dim, Q = c.num_attention_heads * D, KV = c.num_key_value_heads * D;
   const int64_t F = c.intermediate_size;
@@ -177,8 +253,8 @@ std::vector<WeightUse> expected_tensors(const HfConfig& c) {
       add(p + "self_attn.v_proj.bias", {KV});
     }
     if (c.qk_norm) {
-      add(p + "self_attn.q_norm.weight", {D});
-      add(p + "self_attn.k_norm.weight", {D});
+      add(p + "self_attn.q_norm.weight", {c.qk_norm_whole ? Q : D});
+      add(p + "self_attn.k_norm.weight", {c.qk_norm_whole ? KV : D});
     }
     if (c.sandwich_norms) {
       add(p + "pre_feedforward_layernorm.weight", {E});
@@ -187,18 +263,34 @@ std::vector<WeightUse> expected_tensors(const HfConfig& c) {
     add(p + "self_attn.o_proj.weight", {E, Q});
     if (c.o_proj_bias) add(p + "self_attn.o_proj.bias", {E});
     add(p + "post_attention_layernorm.weight", {E});
-    if (c.fused_projections) {
+    if (c.moe && c.moe->layers[size_t(l)]) {
+      for (const WeightUse& w : expert_tensors(*c.moe, l, E)) out.push_back(w);
+    } else if (c.fused_projections) {
       add(p + "mlp.gate_up_proj.weight", {2 * F, E});
+      add(p + "mlp.down_proj.weight", {E, F});
     } else {
       add(p + "mlp.gate_proj.weight", {F, E});
       add(p + "mlp.up_proj.weight", {F, E});
+      add(p + "mlp.down_proj.weight", {E, F});
     }
-    add(p + "mlp.down_proj.weight", {E, F});
   }
   add("model.norm.weight", {E});
   if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, E});
   if (c.norm_plus_one)
     for (WeightUse& w : out) w.plus_one = w.name.find("norm.weight") != std::string::npos;
+  return out;
+}
+
+// A tensor's name in the checkpoint: under the language model's prefix in a multimodal one.
+static std::string checkpoint_name(const HfConfig& c, const std::string& name) {
+  if (name == "lm_head.weight") return c.lm_head_name;
+  if (name.rfind("model.", 0) == 0) return c.model_prefix + name.substr(6);
+  return name;
+}
+
+std::vector<WeightUse> expected_tensors(const HfConfig& c) {
+  std::vector<WeightUse> out = model_tensors(c);
+  for (WeightUse& w : out) w.name = checkpoint_name(c, w.name);
   return out;
 }
 
@@ -210,11 +302,11 @@ std::vector<WeightUse> program_weights(const HfConfig& c) {
                    std::vector<std::pair<const char*, int64_t>> parts) {
     int64_t row = 0;
     for (const auto& [name, rows] : parts) {
-      out.push_back({prefix + name + ".weight", {rows, E}, fused.name, row});
+      out.push_back({prefix + name + ".weight", {rows, E}, checkpoint_name(c, fused.name), row});
       row += rows;
     }
   };
-  for (const WeightUse& w : expected_tensors(c)) {
+  for (const WeightUse& w : model_tensors(c)) {
     const std::string& n = w.name;
     const size_t at = n.rfind('.', n.size() - std::string(".weight").size() - 1);
     const std::string prefix = n.substr(0, at + 1), leaf = n.substr(at + 1);
@@ -222,6 +314,8 @@ std::vector<WeightUse> program_weights(const HfConfig& c) {
       split(w, prefix, {{"q_proj", Q}, {"k_proj", KV}, {"v_proj", KV}});
     else if (leaf == "gate_up_proj.weight")
       split(w, prefix, {{"gate_proj", F}, {"up_proj", F}});
+    else if (checkpoint_name(c, n) != n)
+      out.push_back({n, w.shape, checkpoint_name(c, n), 0, w.plus_one});
     else
       out.push_back(w);
   }

@@ -1,5 +1,6 @@
 // Hugging Face config.json of the supported decoder families, validated.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -20,6 +21,17 @@ struct RopeScaling {
   std::vector<double> short_factor, long_factor;                   // longrope: rotary_dim / 2 each
 };
 
+// A mixture-of-experts MLP: a router scores the experts of each token, the top_k are run and
+// their outputs summed with the router's softmax probabilities (renormalised over the k with
+// normalize_top_k).
+struct MoeConfig {
+  ExpertLayout layout = ExpertLayout::None;
+  int64_t experts = 0, top_k = 0, expert_size = 0;
+  bool normalize_top_k = false;
+  int64_t shared_expert_size = 0;  // qwen2_moe: an expert every token runs, gated by a sigmoid (0: none)
+  std::vector<bool> layers;        // per layer: true for experts, false for the dense MLP of intermediate_size
+};
+
 // The parsed config: shapes and token ids, and the flags the graph builder reads, set from the
 // family's FamilySpec entry and its fields.
 struct HfConfig {
@@ -32,15 +44,20 @@ struct HfConfig {
   bool attention_bias = false;            // q/k/v biases (always on for qwen2)
   bool o_proj_bias = false;               // llama's attention_bias also covers o_proj
   bool qk_norm = false;                   // FamilySpec::qk_norm
+  bool qk_norm_whole = false;             // FamilySpec::qk_norm_whole
+  std::optional<MoeConfig> moe;           // families with ExpertLayout other than None
   std::optional<int64_t> sliding_window;  // as FamilySpec::window reads it
-  std::vector<bool> sliding_layers;       // per layer: true for HF's "sliding_attention"; empty: SlidingLayers::Refused
+  std::vector<bool> sliding_layers;       // per layer: true for HF's "sliding_attention"
   // Gemma-style architecture details (defaults: the llama layout).
-  std::string hidden_act = "silu";              // or "gelu_pytorch_tanh" (gated GELU, tanh approximation)
+  std::string hidden_act = "silu";              // "gelu_pytorch_tanh" (gated GELU, tanh), "gelu" (exact GELU)
   bool sandwich_norms = false;                  // norms after attention and MLP too (pre/post_feedforward_layernorm)
   bool norm_plus_one = false;                   // RMSNorm weights scale by (1 + w); the exporter folds the 1 in
   std::optional<double> embedding_scale;        // embeddings multiplied by this (sqrt(hidden_size) in gemma)
   std::optional<double> query_pre_attn_scalar;  // attention scale query_pre_attn_scalar^-0.5
   std::optional<double> rope_local_theta;       // rope base of sliding layers (rope_local_base_freq)
+  // Soft-capping (gemma2, gemma3): attention scores to cap * tanh(score / cap) before the mask,
+  // logits to cap * tanh(logit / cap).
+  std::optional<double> attn_logit_softcapping, final_logit_softcapping;
   std::optional<RopeScaling> rope_scaling;
   int64_t rotary_dim = 0;          // leading values of each head that rotate (partial_rotary_factor)
   std::vector<bool> rope_layers;   // smollm3: false for a layer without rope; empty: every layer
@@ -51,6 +68,9 @@ struct HfConfig {
   std::vector<int64_t> eos_token_ids;
   std::string torch_dtype;
   std::string origin;  // the config.json it was read from, for errors
+  // The checkpoint's names of the program's "model." tensors and of its lm_head.weight: other
+  // than these in a multimodal checkpoint (FamilySpec::text_model; HfCheckpoint picks the layout).
+  std::string model_prefix = "model.", lm_head_name = "lm_head.weight";
 
   // Throws Error naming the config field and value at fault.
   static HfConfig parse(const nlohmann::json& config, const std::string& origin);
@@ -66,11 +86,24 @@ struct WeightUse {
   bool plus_one = false;  // a norm that scales by 1 + w: exported as float32 1 + w
 };
 
+// The tensor names of layer `layer`'s mixture of experts: its router, each expert's gate, up and
+// down projections, and the shared expert's (with its gate) when it has one.
+struct MoeLayerNames {
+  std::string router;
+  std::vector<std::array<std::string, 3>> experts;  // gate, up, down
+  std::array<std::string, 3> shared;                // empty without a shared expert
+  std::string shared_gate;
+};
+MoeLayerNames moe_layer_names(const MoeConfig& moe, int64_t layer);
+// Those tensors with their shapes, router first.
+std::vector<WeightUse> expert_tensors(const MoeConfig& moe, int64_t layer, int64_t hidden);
+
 // Every tensor a checkpoint of this config holds, with the shape the config implies.
 std::vector<WeightUse> expected_tensors(const HfConfig& config);
 
 // Every weight a program of this config reads: the checkpoint tensors, with fused ones (phi3's
-// qkv_proj, gate_up_proj) split into the q/k/v and gate/up projections of the other families.
+// qkv_proj, gate_up_proj) split into the q/k/v and gate/up projections of the other families,
+// named as in a text-only checkpoint (`source` names a multimodal checkpoint's tensor).
 std::vector<WeightUse> program_weights(const HfConfig& config);
 
 }  // namespace hfstatic

@@ -201,6 +201,23 @@ void write_tokenizer(const std::string& dir, const HfConfig& config) {
   tc.commit();
 }
 
+// Keeps the first n layers: num_hidden_layers, and the per-layer lists of the config.
+void cut_layers(json& config, int64_t n) {
+  if (n < 1 || n > config.value("num_hidden_layers", int64_t(0)))
+    fail("--num-layers ", n, " is outside [1, ", config.value("num_hidden_layers", int64_t(0)),
+         "], the preset's layers");
+  config["num_hidden_layers"] = n;
+  for (const char* key : {"layer_types", "no_rope_layers"})
+    if (config.contains(key) && config[key].is_array() && int64_t(config[key].size()) > n)
+      config[key].erase(config[key].begin() + n, config[key].end());
+  if (config.contains("mlp_only_layers") && config["mlp_only_layers"].is_array()) {
+    json kept = json::array();
+    for (const json& l : config["mlp_only_layers"])
+      if (l.is_number_integer() && l.get<int64_t>() < n) kept.push_back(l);
+    config["mlp_only_layers"] = kept;
+  }
+}
+
 void write_text(const std::string& path, const std::string& text) {
   AtomicFileWriter w(path);
   w.write(text.data(), text.size());
@@ -217,6 +234,7 @@ void make_checkpoint(const std::string& dir, const MakeCheckpointOptions& option
     fail("--dtype ", dtype_name(dtype), " is not a weight dtype (float32, float16, bfloat16)");
   config_json["torch_dtype"] = dtype_name(dtype);
   config_json["transformers_version"] = "4.46.0";
+  if (options.num_layers) cut_layers(config_json, *options.num_layers);
   HfConfig config = HfConfig::parse(config_json, "preset " + preset.name);
 
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) fail(dir, ": cannot create folder: ", std::strerror(errno));
@@ -224,6 +242,9 @@ void make_checkpoint(const std::string& dir, const MakeCheckpointOptions& option
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) fail(dir, ": is not a folder");
 
   std::vector<WeightUse> tensors = expected_tensors(config);
+  // A multimodal preset's other towers: some of their tensors, what export skips.
+  if (config.family->text_model && config.family->text_model->other_tensors)
+    for (auto& [name, shape] : config.family->text_model->other_tensors(config_json)) tensors.push_back({name, shape});
   // Group tensors into shards of about shard_bytes (one shard when 0).
   std::vector<std::vector<const WeightUse*>> shards(1);
   uint64_t current = 0;

@@ -19,6 +19,9 @@ struct MakeCheckpointOptions {
   uint64_t seed = 0;
   std::optional<DType> dtype;
   uint64_t shard_bytes = 0;  // > 0: split into model-0000i-of-0000n.safetensors shards of about this size
+  // The preset with its first N layers only (per-layer lists cut to match): a model of a real
+  // width that fits a small disk. A figure per layer scales to the full depth.
+  std::optional<int64_t> num_layers;
 };
 
 // Writes config.json, generation_config.json, model.safetensors (or shards + index) and a

@@ -97,19 +97,30 @@ std::set<std::string> quantize_graph(ProgramSpec& spec, const WeightQuant& q, co
   if (!is_quant_group_size(q.group))
     fail("--group-size ", q.group, " is not a group size the kernels implement (", quant_group_sizes_text(), ")");
   std::set<std::string> quantized;
+  // Whether input i of a node is a weight to quantize: a linear's or embedding's matrix, and
+  // every expert matrix of a moe node (its router, input 1, stays float: routing is a choice
+  // that rounding must not flip).
+  auto quantizes = [](const NodeSpec& node, size_t i) {
+    if (node.op == "linear" || node.op == "embedding") return i == 1;
+    return node.op == "moe" && i >= 2;
+  };
   for (MethodSpec& m : spec.methods)
     for (NodeSpec& node : m.nodes) {
-      if ((node.op != "linear" && node.op != "embedding") || node.inputs.size() < 2) continue;
-      const std::string w = node.inputs[1];
-      auto shape = shapes.find(w);
-      if (shape == shapes.end() || shape->second.size() != 2) continue;
-      const int64_t cols = shape->second[1];
-      if (cols % q.group != 0)
-        fail("tensor '", w, "' ", shape_str(shape->second), " has ", cols, " input features, not a multiple of ",
-             "--group-size ", q.group, " (", fitting_group_sizes(cols), ")");
-      node.inputs.insert(node.inputs.begin() + 2, quant_scales_name(w));
-      node.attrs.update(weight_quant_attrs(q));
-      quantized.insert(w);
+      std::vector<std::string> inputs;
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        const std::string& w = node.inputs[i];
+        inputs.push_back(w);
+        auto shape = shapes.find(w);
+        if (!quantizes(node, i) || shape == shapes.end() || shape->second.size() != 2) continue;
+        const int64_t cols = shape->second[1];
+        if (cols % q.group != 0)
+          fail("tensor '", w, "' ", shape_str(shape->second), " has ", cols, " input features, not a multiple of ",
+               "--group-size ", q.group, " (", fitting_group_sizes(cols), ")");
+        inputs.push_back(quant_scales_name(w));
+        node.attrs.update(weight_quant_attrs(q));
+        quantized.insert(w);
+      }
+      node.inputs = std::move(inputs);
     }
   return quantized;
 }

@@ -129,8 +129,10 @@ void parse_rope_config(const json& j, HfConfig& c, const std::string& origin) {
   if (!r.has("rope_scaling")) return;
   const json& s = j["rope_scaling"];
   if (!s.is_object()) fail(origin, ": config field 'rope_scaling' = ", quote_json(s), " is not an object");
-  const std::string type = scaling_type(s, origin);
+  std::string type = scaling_type(s, origin);
   if (type == "default") return;  // same as no scaling
+  // Phi3Config renames an old config's "yarn" to longrope.
+  if (type == "yarn" && c.family->legacy_yarn_is_longrope) type = "longrope";
   c.rope_scaling = parse_scaling(s, type, j, c, origin);
 }
 
@@ -158,14 +160,12 @@ json rope_attributes(const HfConfig& c, int64_t max_context) {
     inv = yarn_inv_freq(s, dim, c.rope_theta);
     attention_factor = yarn_attention_factor(s);
   } else if (s.type == "longrope") {
-    if (double(max_context) > s.original_max_position_embeddings)
-      fail("--max-context ", max_context, " exceeds original_max_position_embeddings ",
-           s.original_max_position_embeddings,
-           ": longrope switches to long_factor beyond it, which a fixed-length program cannot follow (export with "
-           "--max-context ",
-           s.original_max_position_embeddings, " or less)");
+    // A context beyond the original length takes long_factor for every position (llama.cpp's
+    // choice by context size: Hugging Face switches with each sequence's length).
+    const std::vector<double>& factors =
+        double(max_context) > s.original_max_position_embeddings ? s.long_factor : s.short_factor;
     inv = plain_inv_freq(dim, c.rope_theta);
-    for (size_t i = 0; i < inv.size(); ++i) inv[i] /= s.short_factor[i];
+    for (size_t i = 0; i < inv.size(); ++i) inv[i] /= factors[i];
     attention_factor = longrope_attention_factor(s);
   }
   attrs.erase("theta");

@@ -7,9 +7,12 @@
 //   max_position_embeddings and grows the base with the sequence beyond it. max_context never
 //   exceeds max_position_embeddings, so the program uses the plain frequencies: what Hugging
 //   Face computes for every sequence the program can hold.
-// - longrope: Hugging Face uses short_factor up to original_max_position_embeddings and
-//   long_factor beyond. The program uses short_factor; a max_context beyond the original
-//   length is refused.
+// - longrope: Hugging Face uses short_factor while a sequence is within
+//   original_max_position_embeddings and long_factor once it is longer. The program uses one
+//   set for every position, chosen by its context (as llama.cpp does): short_factor when
+//   max_context is within the original length, long_factor (and the attention factor, which
+//   does not depend on the length) when it is beyond. So a program with a long context computes
+//   its short sequences as Hugging Face computes long ones.
 // linear, yarn and longrope frequencies are computed here once and stored in the op's inv_freq;
 // llama3 keeps its scaling attributes, computed by the op at load.
 #pragma once

@@ -76,5 +76,36 @@ TEST(ChatTemplate, ErrorsHaveAPosition) {
   EXPECT_NE(render_error("{% include 'other.jinja' %}").find("include"), std::string::npos);
 }
 
+// A message's content: a string, null, or text parts joined; an image part (what a multimodal
+// template such as Gemma 3's turns into <start_of_image>) is refused, naming the part.
+TEST(ChatTemplate, MessageTextJoinsTextPartsAndRefusesImages) {
+  using nlohmann::json;
+  auto error = [](const json& content) {
+    try {
+      message_text(content, "messages[2].content");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(message_text("Hi", "m"), "Hi");
+  EXPECT_EQ(message_text(nullptr, "m"), "");
+  EXPECT_EQ(
+      message_text(json::parse(R"([{"type": "text", "text": "Describe "}, {"type": "text", "text": "this."}])"), "m"),
+      "Describe this.");
+  EXPECT_EQ(error(json::parse(R"([{"type": "text", "text": "What is in "}, {"type": "image"}])")),
+            "messages[2].content[1]: an image part ('image') is not supported: the program is a text model (a "
+            "multimodal checkpoint exports its language model alone)");
+  EXPECT_EQ(error(json::parse(R"([{"type": "image_url", "image_url": {"url": "x.png"}}])")),
+            "messages[2].content[0]: an image part ('image_url') is not supported: the program is a text model (a "
+            "multimodal checkpoint exports its language model alone)");
+  EXPECT_EQ(error(json::parse(R"([{"type": "audio"}])")),
+            "messages[2].content[0]: content part type 'audio' is not supported (only 'text')");
+  EXPECT_EQ(error(json::parse(R"([{"type": "text", "text": 5}])")), "messages[2].content[0].text: expected a string");
+  EXPECT_EQ(error(json::parse(R"(["hi"])")),
+            "messages[2].content[0]: expected a content part, an object with a 'type'");
+  EXPECT_EQ(error(5), "messages[2].content: expected a string or a list of content parts");
+}
+
 }  // namespace
 }  // namespace hfstatic

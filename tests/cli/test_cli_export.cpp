@@ -88,6 +88,18 @@ TEST_F(CliExport, CliExportWritesAProgram) {
   auto p = Program::load(out);
   EXPECT_EQ(p->metadata()["max_context"], 16);
   EXPECT_EQ(p->metadata()["weights_dtype"], "float16");
+  EXPECT_THAT(r.out, Not(HasSubstr("skipped")));
+}
+
+// A Gemma 3 multimodal checkpoint: the summary says what was left out.
+TEST_F(CliExport, CliExportSaysWhatAMultimodalCheckpointLeavesOut) {
+  auto c = checkpoint("tiny-gemma3-mm");
+  std::string out = dir.file("mm.hfs");
+  auto r = test::run_cli({"export", c, "-o", out, "--prefill-len", "4", "--max-context", "16"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\nskipped 7 tensors of the vision tower and multi-modal projector: the program is "
+                               "the language model alone\n"));
+  EXPECT_EQ(Program::load(out)->metadata()["model_type"], "gemma3");
 }
 
 // True if one line of `text` holds every part, in order.

@@ -109,22 +109,54 @@ TEST_F(ExportGemma3, GraphHasTheFamilysParts) {
   EXPECT_FALSE(v1->metadata().contains("layer_types"));
 }
 
+// Soft-caps, the exact GELU and rope scaling, which Gemma3TextConfig takes too: the scaling
+// rotates the global layer only, the local ones keep their plain base.
+TEST_F(ExportGemma3, SoftcapsExactGeluAndGlobalRopeScaling) {
+  auto c = checkpoint("tiny-gemma3");
+  edit_config(c, [](json& j) {
+    j["final_logit_softcapping"] = 30.0;
+    j["attn_logit_softcapping"] = 20.0;
+    j["hidden_activation"] = "gelu";
+    j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+  });
+  auto program = Program::load(export_ok(c));
+  const MethodSpec& decode = *program->spec().find_method("decode");
+  int gelu = 0, caps = 0;
+  std::vector<json> ropes;
+  for (const NodeSpec& n : decode.nodes) {
+    if (n.op == "attention") {
+      EXPECT_EQ(n.attrs["softcap"], 20.0);
+    }
+    if (n.op == "rope" && n.outputs[0].find("q_rope") != std::string::npos) ropes.push_back(n.attrs);
+    gelu += n.op == "gelu_mul";
+    caps += n.op == "softcap" && n.attrs["cap"] == 30.0;
+  }
+  EXPECT_EQ(gelu, 3);
+  EXPECT_EQ(caps, 1);
+  ASSERT_EQ(ropes.size(), 3u);
+  EXPECT_EQ(ropes[0], json({{"head_dim", 32}, {"theta", 1e4}}));
+  EXPECT_EQ(ropes[1], ropes[0]);
+  ASSERT_EQ(ropes[2]["inv_freq"].size(), 16u);
+  for (int i = 0; i < 16; ++i)
+    EXPECT_NEAR(ropes[2]["inv_freq"][i].get<double>(), std::pow(1e6, -i / 16.0) / 8, 1e-15) << i;
+}
+
 TEST_F(ExportGemma3, RefusesWhatItDoesNotImplement) {
   auto c = checkpoint("tiny-gemma3");
   auto error = [&] { return test::error_of([&] { export_ok(c); }); };
-  edit_config(c, [](json& j) { j["final_logit_softcapping"] = 30.0; });
-  EXPECT_THAT(error(), HasSubstr("config field 'final_logit_softcapping' = 30.0 is not supported (only null)"));
-  edit_config(c, [](json& j) {
-    j["final_logit_softcapping"] = nullptr;
-    j["hidden_activation"] = "gelu";
-  });
-  EXPECT_THAT(error(),
-              HasSubstr("config field 'hidden_activation' = \"gelu\" is not supported (supported: gelu_pytorch_tanh)"));
+  edit_config(c, [](json& j) { j["hidden_activation"] = "gelu_new"; });
+  EXPECT_THAT(error(), HasSubstr("config.json: config field 'hidden_activation' = \"gelu_new\" is not supported "
+                                 "(supported: gelu_pytorch_tanh, gelu)"));
   edit_config(c, [](json& j) {
     j["hidden_activation"] = "gelu_pytorch_tanh";
-    j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+    j["use_bidirectional_attention"] = true;
   });
-  EXPECT_THAT(error(), HasSubstr("config field 'rope_scaling' type 'linear' is not supported"));
+  EXPECT_THAT(error(), HasSubstr("config.json: config field 'use_bidirectional_attention' = true is not supported"));
+  edit_config(c, [](json& j) {
+    j.erase("use_bidirectional_attention");
+    j["rope_scaling"] = {{"rope_type", "ntk"}, {"factor", 8.0}};
+  });
+  EXPECT_THAT(error(), HasSubstr("config.json: config field 'rope_scaling' type 'ntk' is not supported"));
 }
 
 }  // namespace

@@ -43,10 +43,12 @@ TEST_P(ReferenceParity, PrefillAndDecodeLogitsAndGreedyTokensMatch) {
   hf.set_all_logits(true);  // every prompt row is scored
 
   // 11 prompt tokens: one full prefill chunk, then a padded chunk of 3; with the 32 greedy steps
-  // the sequence passes the sliding windows (5 and 6 positions) of the *-sw and gemma3 presets.
+  // the sequence passes the sliding windows (5 and 6 positions) of the *-sw and gemma presets.
   const std::vector<int64_t> prompt = {256, 72, 101, 108, 108, 111, 44, 32, 119, 111, 114};
   const int steps = 32;
-  nlohmann::json ref = test::reference(ckpt, prompt, steps, dtype_name(c.cache));
+  // The reference computes rope for the program's context (tiny-phi3-long: longrope's long factors).
+  nlohmann::json ref =
+      test::reference(ckpt, prompt, steps, dtype_name(c.cache), {"--max-context", std::to_string(g.max_context)});
   const int64_t V = io->model().vocab_size;
 
   // Prompt logits, every real row of every prefill chunk.
@@ -90,7 +92,17 @@ INSTANTIATE_TEST_SUITE_P(
                     ParityCase{"tiny-mistral-sw", DType::F32, 1e-4, 2},
                     ParityCase{"tiny-mistral-sw", DType::F16, 2e-2, 2},
                     ParityCase{"tiny-qwen2-sw", DType::F32, 1e-4, 2}, ParityCase{"tiny-qwen2-sw", DType::F16, 2e-2, 2},
-                    ParityCase{"tiny-gemma3", DType::F32, 1e-4, 2}, ParityCase{"tiny-gemma3", DType::F16, 2e-2, 2}),
+                    ParityCase{"tiny-gemma3", DType::F32, 1e-4, 2}, ParityCase{"tiny-gemma3", DType::F16, 2e-2, 2},
+                    ParityCase{"tiny-gemma2", DType::F32, 1e-4, 2}, ParityCase{"tiny-gemma2", DType::F16, 2e-2, 2},
+                    ParityCase{"tiny-gemma3-mm", DType::F32, 1e-4, 2},
+                    ParityCase{"tiny-gemma3-mm", DType::F16, 2e-2, 2}, ParityCase{"tiny-phi3-long", DType::F32, 1e-4},
+                    ParityCase{"tiny-phi3-long", DType::F16, 2e-2}, ParityCase{"tiny-phi3-sw", DType::F32, 1e-4, 2},
+                    ParityCase{"tiny-phi3-sw", DType::F16, 2e-2, 2}, ParityCase{"tiny-smollm3-sw", DType::F32, 1e-4, 2},
+                    ParityCase{"tiny-smollm3-sw", DType::F16, 2e-2, 2}, ParityCase{"tiny-mixtral", DType::F32, 1e-4},
+                    ParityCase{"tiny-mixtral", DType::F16, 2e-2}, ParityCase{"tiny-qwen2-moe", DType::F32, 1e-4},
+                    ParityCase{"tiny-qwen2-moe", DType::F16, 2e-2}, ParityCase{"tiny-qwen3-moe", DType::F32, 1e-4},
+                    ParityCase{"tiny-qwen3-moe", DType::F16, 2e-2}, ParityCase{"tiny-olmoe", DType::F32, 1e-4},
+                    ParityCase{"tiny-olmoe", DType::F16, 2e-2}),
     case_name);
 
 }  // namespace

@@ -1,6 +1,7 @@
 """Programs, tokenizers and the export through the Python module."""
 
 import hfstatic
+import pytest
 from conftest import run_cli
 
 
@@ -70,6 +71,12 @@ def test_apply_chat_template(tiny_program):
     prompt = tokenizer.apply_chat_template(messages)
     assert "Hello!" in prompt
     assert prompt.startswith(tokenizer.apply_chat_template(messages, add_generation_prompt=False))
+    # Content parts: text joined; an image refused, naming the part.
+    parts = [{"role": "user", "content": [{"type": "text", "text": "Hel"}, {"type": "text", "text": "lo!"}]}]
+    assert tokenizer.apply_chat_template(parts) == prompt
+    image = [{"role": "user", "content": [{"type": "text", "text": "What is this?"}, {"type": "image"}]}]
+    with pytest.raises(hfstatic.UsageError, match=r"messages\[0\]\.content\[1\]: an image part \('image'\)"):
+        tokenizer.apply_chat_template(image)
 
 
 def test_export_quantizes_as_the_tool_does(tiny_checkpoint, tmp_path):

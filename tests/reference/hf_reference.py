@@ -5,19 +5,26 @@ Reads a checkpoint folder laid out the way ``save_pretrained`` writes it
 (``config.json`` plus ``model.safetensors`` or sharded safetensors with
 ``model.safetensors.index.json``) and evaluates the Hugging Face forward pass
 for the ``llama``, ``mistral``, ``qwen2``, ``qwen3``, ``phi3``, ``smollm3``,
-``granite`` and ``gemma3_text`` architectures in float64, over the full sequence
-with a causal mask (sliding layers: a causal mask limited to the window; no KV
+``granite``, ``gemma3_text``, ``gemma2`` and ``gemma3`` (hf_gemma.py) architectures and the
+mixture-of-experts ``mixtral``, ``qwen2_moe``, ``qwen3_moe`` and ``olmoe`` (hf_moe.py) in float64, over the full
+sequence with a causal mask (sliding layers: a causal mask limited to the window; no KV
 cache).
 
 Usage:
     hf_reference.py CHECKPOINT_DIR --tokens 1,2,3 [--steps N]
                     [--cache-dtype float32|float16]
                     [--perplexity-tokens FILE]
-                    [--quantize int8|int4 [--group-size 32|64|128]] --out OUT.json
+                    [--quantize int8|int4 [--group-size 32|64|128]]
+                    [--moe-router family|naive] [--max-context N] --out OUT.json
 
 --quantize evaluates the weights an hfstatic program quantized that way holds: every
 2-D weight (linear and embedding matrices) quantized and dequantized by the rules of
-docs/program-format.md, in float32 as the exporter computes them.
+docs/program-format.md, in float32 as the exporter computes them; MoE router weights
+(``...mlp.gate.weight``, ``...block_sparse_moe.gate.weight``) stay float.
+--max-context N computes rope as a program of N positions does: longrope takes long_factor
+for every position when N exceeds original_max_position_embeddings.
+--moe-router naive routes MoE layers without the family's top-k renormalisation (a
+deliberately wrong router, for parity tests); family (the default) is Hugging Face's.
 
 Only the Python standard library and NumPy are used.
 """
@@ -32,8 +39,12 @@ import sys
 import numpy as np
 
 from hf_rope import UnsupportedError, apply_rope, rope_cos_sin, rope_inv_freq, rope_parameters, rotate_half  # noqa: F401
+import hf_gemma
+import hf_moe
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "phi3", "smollm3", "granite", "gemma3_text")
+SUPPORTED_MODEL_TYPES += hf_moe.MOE_MODEL_TYPES  # mixtral, qwen2_moe, qwen3_moe, olmoe
+SUPPORTED_MODEL_TYPES += hf_gemma.GEMMA_MODEL_TYPES  # gemma2, gemma3 (its language model)
 
 
 
@@ -158,7 +169,9 @@ def quantize_dequantize(w, dtype, group):
 
 
 def quantize_weights(weights, dtype, group):
-    return {name: quantize_dequantize(w, dtype, group) if w.ndim == 2 else w for name, w in weights.items()}
+    """Every 2-D weight but the MoE routers (hfstatic's exporter keeps those float)."""
+    return {name: quantize_dequantize(w, dtype, group) if w.ndim == 2 and not hf_moe.is_router_weight(name) else w
+            for name, w in weights.items()}
 
 
 # ---------------------------------------------------------------------------
@@ -195,15 +208,19 @@ def sliding_layers(config, n_layers):
     """Per layer: whether it uses the sliding window, by Hugging Face's rule for the family."""
     mt = config.get("model_type")
     sw = config.get("sliding_window")
-    if mt in ("qwen2", "qwen3") and not config.get("use_sliding_window", False):
+    if mt in ("qwen2", "qwen3", "smollm3") and not config.get("use_sliding_window", False):
         sw = None
-    if sw is None or mt not in ("mistral", "qwen2", "qwen3", "gemma3_text"):  # phi3, smollm3: see _check_length
+    if mt == "gemma2":
+        return hf_gemma.gemma2_sliding_layers(config, n_layers)
+    if sw is None or mt not in ("mistral", "phi3", "qwen2", "qwen3", "smollm3", "gemma3_text"):
         return [False] * n_layers
     types = config.get("layer_types")
-    if mt in ("qwen2", "qwen3", "gemma3_text") and types is not None:
+    if mt in ("qwen2", "qwen3", "smollm3", "gemma3_text") and types is not None:
         return [t == "sliding_attention" for t in types]
-    if mt == "mistral":
+    if mt in ("mistral", "phi3"):
         return [True] * n_layers
+    if mt == "smollm3":  # the layers without rope (no_rope_layers 0)
+        return [not rope for rope in smollm3_rope_layers(config)]
     if mt == "gemma3_text":
         pattern = config.get("sliding_window_pattern", config.get("_sliding_window_pattern", 6))
         return [(i + 1) % int(pattern) != 0 for i in range(n_layers)]
@@ -220,22 +237,34 @@ def round_to_dtype(x, cache_dtype):
     raise UnsupportedError("unsupported cache dtype %r" % (cache_dtype,))
 
 
+def smollm3_rope_layers(config):
+    """smollm3: per layer, whether it uses rope (no_rope_layers[i] = 1)."""
+    nrl = config.get("no_rope_layers")
+    if nrl is None:
+        interval = int(config.get("no_rope_layer_interval", 4))
+        nrl = [int((i + 1) % interval != 0) for i in range(int(config["num_hidden_layers"]))]
+    return [bool(v) for v in nrl]
+
+
 class Model:
-    def __init__(self, config, weights):
+    def __init__(self, config, weights, moe_router="family", context=None):
+        """context: the length of the program compared with this model (hfstatic's max_context),
+        when rope depends on it: longrope takes long_factor for every position once it exceeds
+        original_max_position_embeddings. None: each sequence's own length (Hugging Face)."""
+        config, weights = hf_gemma.language_model(config, weights)  # gemma3: its text model
         self.config = config
+        self.context = context
         mt = config.get("model_type")
         if mt not in SUPPORTED_MODEL_TYPES:
             raise UnsupportedError("unsupported model_type %r (supported: %s)"
                                  % (mt, ", ".join(SUPPORTED_MODEL_TYPES)))
         self.model_type = mt
-        self.gemma = mt == "gemma3_text"
+        self.gemma = mt in ("gemma3_text", "gemma2")
         act = config.get("hidden_activation", "gelu_pytorch_tanh") if self.gemma else config.get("hidden_act", "silu")
-        if act not in ("silu", "gelu_pytorch_tanh"):
+        if act not in ("silu", "gelu_pytorch_tanh", "gelu"):
             raise UnsupportedError("unsupported hidden activation %r" % (act,))
-        self.act = silu if act == "silu" else gelu_tanh
-        for key in ("final_logit_softcapping", "attn_logit_softcapping"):
-            if config.get(key) is not None:
-                raise UnsupportedError("%s is not supported" % key)
+        self.act = {"silu": silu, "gelu_pytorch_tanh": gelu_tanh, "gelu": hf_gemma.gelu}[act]
+        self.attn_softcap, self.final_softcap = hf_gemma.softcaps(config)
 
         def need(key):
             if config.get(key) is None:
@@ -263,15 +292,7 @@ class Model:
             raise UnsupportedError("partial_rotary_factor gives %d rotary dimensions" % self.rotary_dim)
         self.rope_scaling = config.get("rope_scaling")
         rope_parameters(self.rotary_dim, self.rope_theta, self.rope_scaling, config)  # fail early
-        # smollm3: no_rope_layers[i] = 1 means layer i uses rope.
-        if mt == "smollm3":
-            nrl = config.get("no_rope_layers")
-            if nrl is None:
-                interval = int(config.get("no_rope_layer_interval", 4))
-                nrl = [int((i + 1) % interval != 0) for i in range(int(config["num_hidden_layers"]))]
-            self.use_rope = [bool(v) for v in nrl]
-        else:
-            self.use_rope = None
+        self.use_rope = smollm3_rope_layers(config) if mt == "smollm3" else None
         # granite
         g = mt == "granite"
         self.embedding_multiplier = float(config.get("embedding_multiplier", 1.0)) if g else 1.0
@@ -281,11 +302,6 @@ class Model:
 
         self.sliding = sliding_layers(config, self.n_layers)
         self.sliding_window = int(config["sliding_window"]) if any(self.sliding) else None
-        # phi3's and smollm3's windows: only full causal attention, so sequences stay within them.
-        self.full_window = None
-        sw = config.get("sliding_window")
-        if mt == "phi3" or (mt == "smollm3" and config.get("use_sliding_window", False)):
-            self.full_window = sw
         self.local_rope = None
         self.norm_offset = 0.0
         self.scale = 1.0 / math.sqrt(self.head_dim)
@@ -295,7 +311,7 @@ class Model:
         if self.gemma:
             # Norms scale by 1 + w; local layers rotate with their own base and no scaling.
             self.norm_offset = 1.0
-            self.local_rope = float(config.get("rope_local_base_freq", 10000.0))
+            self.local_rope = float(config.get("rope_local_base_freq", 10000.0)) if mt == "gemma3_text" else None
             self.scale = float(config.get("query_pre_attn_scalar", 256)) ** -0.5
             self.embed_scale = round_to_float(math.sqrt(self.hidden), config.get("torch_dtype", "float32"))
 
@@ -306,6 +322,10 @@ class Model:
             self.qkv_bias, self.o_bias = attn_bias, attn_bias
         self.mlp_bias = bool(config.get("mlp_bias", False)) if mt in ("llama", "smollm3", "granite") else False
         self.qk_norm = mt in ("qwen3", "gemma3_text")
+        self.moe = None
+        if mt in hf_moe.MOE_MODEL_TYPES:  # sets the family's biases, norms, windows
+            self.moe = hf_moe.MoeSpec(config, self.n_layers, moe_router)
+            self.moe.configure(self)
 
         def take(name, shape):
             if name not in weights:
@@ -338,10 +358,13 @@ class Model:
                 "k": take(p + "self_attn.k_proj.weight", (KV * D, E)),
                 "v": take(p + "self_attn.v_proj.weight", (KV * D, E)),
                 "o": take(p + "self_attn.o_proj.weight", (E, H * D)),
-                "gate": take(p + "mlp.gate_proj.weight", (I, E)),
-                "up": take(p + "mlp.up_proj.weight", (I, E)),
-                "down": take(p + "mlp.down_proj.weight", (E, I)),
             }
+            if self.moe is not None:
+                L.update(self.moe.take_layer(take, p, i, E, H * D, KV * D))
+            if "moe" not in L:
+                L["gate"] = take(p + "mlp.gate_proj.weight", (I, E))
+                L["up"] = take(p + "mlp.up_proj.weight", (I, E))
+                L["down"] = take(p + "mlp.down_proj.weight", (E, I))
             if self.gemma:
                 L["pre_ff_norm"] = take(p + "pre_feedforward_layernorm.weight", (E,))
                 L["post_ff_norm"] = take(p + "post_feedforward_layernorm.weight", (E,))
@@ -392,12 +415,6 @@ class Model:
 
     # -- forward -------------------------------------------------------------
 
-    def _check_length(self, T):
-        if self.full_window is not None and int(self.full_window) < T:
-            raise UnsupportedError("sequence length %d exceeds sliding_window %d; sliding-window "
-                                   "attention is not implemented by this reference for %s"
-                                   % (T, int(self.full_window), self.model_type))
-
     def _norm(self, x, weight):
         return rms_norm(x, weight + self.norm_offset, self.eps)
 
@@ -411,6 +428,8 @@ class Model:
             q = q + L["q_b"]
             k = k + L["k_b"]
             v = v + L["v_b"]
+        if self.moe is not None:  # olmoe: norms over the whole projections, clip_qkv
+            q, k, v = self.moe.before_heads(L, q, k, v)
         q = q.reshape(T, H, D).transpose(1, 0, 2)    # [H, T, D]
         k = k.reshape(T, KV, D).transpose(1, 0, 2)   # [KV, T, D]
         v = v.reshape(T, KV, D).transpose(1, 0, 2)
@@ -426,7 +445,7 @@ class Model:
         if rep > 1:
             k = np.repeat(k, rep, axis=0)  # query head j uses kv head j // rep
             v = np.repeat(v, rep, axis=0)
-        scores = (q @ k.transpose(0, 2, 1)) * self.scale   # [H, T, T]
+        scores = hf_gemma.softcap((q @ k.transpose(0, 2, 1)) * self.scale, self.attn_softcap)   # [H, T, T]
         # Row i sees columns j <= i; in a sliding layer only those with j > i - window.
         rows, cols = np.arange(T)[:, None], np.arange(T)[None, :]
         hidden = cols > rows
@@ -443,6 +462,8 @@ class Model:
         return out
 
     def _mlp(self, L, h):
+        if "moe" in L:
+            return self.moe.forward(L["moe"], h, self.act)
         g = h @ L["gate"].T
         u = h @ L["up"].T
         if self.mlp_bias:
@@ -462,9 +483,9 @@ class Model:
         for t in tokens:
             if t < 0 or t >= self.vocab:
                 raise UnsupportedError("token id %d out of range [0, %d)" % (t, self.vocab))
-        self._check_length(T)
+        # Rope as for a sequence of the program's context when one is given (see __init__).
         inv_freq, attention_factor = rope_parameters(self.rotary_dim, self.rope_theta, self.rope_scaling,
-                                                     self.config, seq_len=T)
+                                                     self.config, seq_len=max(T, self.context or 0))
         global_rope = rope_cos_sin(np.arange(T), inv_freq, attention_factor)
         local_rope = global_rope
         if self.local_rope is not None:
@@ -488,7 +509,7 @@ class Model:
         h = self.hidden_states(tokens, cache_dtype)
         if last_only:
             h = h[-1:]
-        return (h @ self.lm_head.T) / self.logits_scaling
+        return hf_gemma.softcap((h @ self.lm_head.T) / self.logits_scaling, self.final_softcap)
 
 
 def log_softmax(logits):
@@ -540,7 +561,8 @@ def parse_token_list(text):
 
 def run(argv=None):
     ap = argparse.ArgumentParser(description="NumPy reference forward pass for HF "
-                                 "llama/mistral/qwen2/qwen3/phi3/smollm3/granite/gemma3_text checkpoints")
+                                 "llama/mistral/qwen2/qwen3/phi3/smollm3/granite/gemma3_text and "
+                                 "mixtral/qwen2_moe/qwen3_moe/olmoe checkpoints")
     ap.add_argument("checkpoint", help="checkpoint folder (config.json + safetensors)")
     ap.add_argument("--tokens", required=True, help="comma-separated prompt token ids")
     ap.add_argument("--steps", type=int, default=0, help="greedy decoding steps (default 0)")
@@ -551,6 +573,12 @@ def run(argv=None):
                     help="quantize-dequantize the 2-D weights as hfstatic's int8/int4 programs hold them")
     ap.add_argument("--group-size", type=int, default=32, choices=(32, 64, 128),
                     help="input features per quantization scale (default 32)")
+    ap.add_argument("--max-context", type=int, default=None,
+                    help="the compared program's context: longrope then takes long_factor for every position "
+                         "when it exceeds original_max_position_embeddings (default: each sequence's length)")
+    ap.add_argument("--moe-router", choices=hf_moe.ROUTERS, default="family",
+                    help="MoE routing: family (Hugging Face's, default) or naive (top-k softmax weights "
+                         "without the family's renormalisation); no effect on dense families")
     ap.add_argument("--out", required=True, help="output JSON path")
     args = ap.parse_args(argv)
     if args.steps < 0:
@@ -562,10 +590,8 @@ def run(argv=None):
     config, weights = load_checkpoint(args.checkpoint)
     if args.quantize:
         weights = quantize_weights(weights, args.quantize, args.group_size)
-    model = Model(config, weights)
+    model = Model(config, weights, moe_router=args.moe_router, context=args.max_context)
     del weights
-    # Fail early if greedy decoding would outgrow a window this reference does not implement.
-    model._check_length(len(prompt) + max(args.steps - 1, 0))
 
     prompt_logits = model.logits(prompt, args.cache_dtype)
     chosen, rows = greedy(model, prompt, args.steps, args.cache_dtype)

@@ -91,6 +91,8 @@ def rope_parameters(dim, theta, rope_scaling=None, config=None, seq_len=None):
     if rope_scaling is None:
         return inv_freq, 1.0
     kind = rope_scaling.get("rope_type", rope_scaling.get("type"))
+    if kind == "yarn" and config.get("model_type") == "phi3":
+        kind = "longrope"  # Phi3Config renames the old configs' "yarn" (and "su") to longrope
     if kind in (None, "default"):
         return inv_freq, 1.0
     if kind == "llama3":

@@ -4,7 +4,9 @@
 The folder holds config.json and either model.safetensors or two shards
 model-00001-of-00002.safetensors / model-00002-of-00002.safetensors with
 model.safetensors.index.json, using the tensor names Hugging Face uses for
-llama / mistral / qwen2 / qwen3 / phi3 / smollm3 / granite. NumPy only.
+llama / mistral / qwen2 / qwen3 / phi3 / smollm3 / granite and the mixture-of-experts
+mixtral / qwen2_moe / qwen3_moe / olmoe (experts stored one by one, as on the hub).
+NumPy only.
 
 Example:
     make_tiny_checkpoint.py OUT_DIR --model-type qwen3 --dtype BF16 --shards 2
@@ -18,6 +20,50 @@ import struct
 import numpy as np
 
 TORCH_DTYPE = {"F32": "float32", "BF16": "bfloat16", "F16": "float16"}
+
+# Small defaults for the MoE families' own fields (override them through `extra`).
+MOE_DEFAULTS = {
+    "mixtral": {"num_local_experts": 4, "num_experts_per_tok": 2, "router_jitter_noise": 0.0},
+    "qwen2_moe": {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                  "shared_expert_intermediate_size": 64, "norm_topk_prob": False, "decoder_sparse_step": 1,
+                  "mlp_only_layers": []},
+    "qwen3_moe": {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "norm_topk_prob": True,
+                  "decoder_sparse_step": 1, "mlp_only_layers": []},
+    "olmoe": {"num_experts": 4, "num_experts_per_tok": 2, "norm_topk_prob": False, "clip_qkv": None},
+}
+
+
+def _moe_layer(cfg, i):
+    """Whether layer i holds experts (transformers' rule, written out for the writer)."""
+    mt = cfg["model_type"]
+    if mt in ("mixtral", "olmoe"):
+        return True
+    step = cfg.get("decoder_sparse_step", 1)
+    return cfg.get("num_experts", 0) > 0 and (i + 1) % step == 0 and i not in cfg.get("mlp_only_layers", [])
+
+
+def _moe_weights(cfg, p, E, lin):
+    """One sparse layer's tensors, per expert, under the family's names."""
+    mt = cfg["model_type"]
+    w = {}
+    if mt == "mixtral":
+        n, F = cfg["num_local_experts"], cfg["intermediate_size"]
+        base, names = p + "block_sparse_moe.", ("w1", "w3", "w2")
+    else:
+        F = cfg["intermediate_size"] if mt == "olmoe" else cfg["moe_intermediate_size"]
+        n, base, names = cfg["num_experts"], p + "mlp.", ("gate_proj", "up_proj", "down_proj")
+    w[base + "gate.weight"] = lin(n, E)
+    for j in range(n):
+        w[base + "experts.%d.%s.weight" % (j, names[0])] = lin(F, E)
+        w[base + "experts.%d.%s.weight" % (j, names[1])] = lin(F, E)
+        w[base + "experts.%d.%s.weight" % (j, names[2])] = lin(E, F)
+    S = cfg.get("shared_expert_intermediate_size") if mt == "qwen2_moe" else None
+    if S:
+        w[base + "shared_expert.gate_proj.weight"] = lin(S, E)
+        w[base + "shared_expert.up_proj.weight"] = lin(S, E)
+        w[base + "shared_expert.down_proj.weight"] = lin(E, S)
+        w[base + "shared_expert_gate.weight"] = lin(1, E)
+    return w
 
 
 def encode_bf16(x):
@@ -80,7 +126,9 @@ def make_config(model_type="llama", hidden_size=64, intermediate_size=128, num_h
         "architectures": [{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
                            "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "phi3": "Phi3ForCausalLM",
                            "smollm3": "SmolLM3ForCausalLM", "granite": "GraniteForCausalLM",
-                           "gemma3_text": "Gemma3ForCausalLM"}.get(model_type, "Unknown")],
+                           "gemma3_text": "Gemma3ForCausalLM", "mixtral": "MixtralForCausalLM",
+                           "qwen2_moe": "Qwen2MoeForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM",
+                           "olmoe": "OlmoeForCausalLM"}.get(model_type, "Unknown")],
         "model_type": model_type,
         "hidden_size": hidden_size,
         "intermediate_size": intermediate_size,
@@ -97,11 +145,11 @@ def make_config(model_type="llama", hidden_size=64, intermediate_size=128, num_h
         "bos_token_id": 1,
         "eos_token_id": 2,
     }
-    if head_dim is not None or model_type in ("qwen3", "gemma3_text"):
+    if head_dim is not None or model_type in ("qwen3", "gemma3_text", "qwen3_moe"):
         cfg["head_dim"] = head_dim if head_dim is not None else hidden_size // num_attention_heads
-    if model_type in ("llama", "qwen3", "smollm3", "granite"):
+    if model_type in ("llama", "qwen3", "smollm3", "granite", "qwen3_moe", "olmoe"):
         cfg["attention_bias"] = attention_bias
-    if model_type in ("qwen2", "qwen3"):
+    if model_type in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe"):
         cfg["use_sliding_window"] = use_sliding_window
         cfg["sliding_window"] = sliding_window
         if max_window_layers is not None:
@@ -112,8 +160,9 @@ def make_config(model_type="llama", hidden_size=64, intermediate_size=128, num_h
                     "sliding_window_pattern": sliding_window_pattern, "rope_local_base_freq": 10000.0,
                     "query_pre_attn_scalar": query_pre_attn_scalar or cfg["head_dim"],
                     "final_logit_softcapping": None, "attn_logit_softcapping": None, "attention_bias": False})
-    if model_type in ("mistral", "phi3"):
+    if model_type in ("mistral", "phi3", "mixtral"):
         cfg["sliding_window"] = sliding_window
+    cfg.update(MOE_DEFAULTS.get(model_type, {}))
     if rope_scaling is not None:
         cfg["rope_scaling"] = rope_scaling
     cfg.update(extra or {})  # family fields: partial_rotary_factor, no_rope_layers, multipliers, ...
@@ -131,7 +180,8 @@ def make_weights(cfg, seed=0):
     V = cfg["vocab_size"]
     mt = cfg["model_type"]
     qkv_bias = mt == "qwen2" or bool(cfg.get("attention_bias", False))
-    o_bias = mt != "qwen2" and bool(cfg.get("attention_bias", False))
+    qkv_bias = qkv_bias or (mt == "qwen2_moe" and cfg.get("qkv_bias", True))
+    o_bias = mt not in ("qwen2", "qwen2_moe") and bool(cfg.get("attention_bias", False))
 
     def lin(out_f, in_f):
         return rng.standard_normal((out_f, in_f)) / np.sqrt(in_f)
@@ -152,9 +202,12 @@ def make_weights(cfg, seed=0):
             w[p + "self_attn.q_proj.bias"] = 0.1 * rng.standard_normal(H * D)
             w[p + "self_attn.k_proj.bias"] = 0.1 * rng.standard_normal(KV * D)
             w[p + "self_attn.v_proj.bias"] = 0.1 * rng.standard_normal(KV * D)
-        if mt in ("qwen3", "gemma3_text"):
+        if mt in ("qwen3", "gemma3_text", "qwen3_moe"):
             w[p + "self_attn.q_norm.weight"] = norm(D)
             w[p + "self_attn.k_norm.weight"] = norm(D)
+        if mt == "olmoe":  # over the whole projections
+            w[p + "self_attn.q_norm.weight"] = norm(H * D)
+            w[p + "self_attn.k_norm.weight"] = norm(KV * D)
         w[p + "self_attn.o_proj.weight"] = lin(E, H * D)
         if o_bias:
             w[p + "self_attn.o_proj.bias"] = 0.1 * rng.standard_normal(E)
@@ -162,6 +215,9 @@ def make_weights(cfg, seed=0):
         if gemma:
             w[p + "pre_feedforward_layernorm.weight"] = norm(E)
             w[p + "post_feedforward_layernorm.weight"] = norm(E)
+        if mt in MOE_DEFAULTS and _moe_layer(cfg, i):
+            w.update(_moe_weights(cfg, p, E, lin))
+            continue
         w[p + "mlp.gate_proj.weight"] = lin(I, E)
         w[p + "mlp.up_proj.weight"] = lin(I, E)
         w[p + "mlp.down_proj.weight"] = lin(E, I)
@@ -215,7 +271,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out_dir")
     ap.add_argument("--model-type", default="llama",
-                    choices=("llama", "mistral", "qwen2", "qwen3", "phi3", "smollm3", "granite"))
+                    choices=("llama", "mistral", "qwen2", "qwen3", "phi3", "smollm3", "granite",
+                             "mixtral", "qwen2_moe", "qwen3_moe", "olmoe"))
     ap.add_argument("--hidden-size", type=int, default=64)
     ap.add_argument("--intermediate-size", type=int, default=128)
     ap.add_argument("--layers", type=int, default=2)
@@ -231,6 +288,7 @@ def main():
     ap.add_argument("--dtype", default="F32", choices=("F32", "BF16", "F16"))
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--extra", default=None, help="JSON object of further config fields, e.g. MoE ones")
     args = ap.parse_args()
     make_tiny_checkpoint(
         args.out_dir, dtype=args.dtype, shards=args.shards, seed=args.seed,
@@ -239,7 +297,8 @@ def main():
         num_attention_heads=args.heads, num_key_value_heads=args.kv_heads, head_dim=args.head_dim,
         vocab_size=args.vocab_size, rms_norm_eps=args.rms_norm_eps, rope_theta=args.rope_theta,
         rope_scaling=json.loads(args.rope_scaling) if args.rope_scaling else None,
-        tie_word_embeddings=args.tie_word_embeddings, attention_bias=args.attention_bias)
+        tie_word_embeddings=args.tie_word_embeddings, attention_bias=args.attention_bias,
+        extra=json.loads(args.extra) if args.extra else None)
 
 
 if __name__ == "__main__":

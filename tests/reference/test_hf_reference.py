@@ -502,10 +502,14 @@ class FamilyTest(Base):
             self.assertGreater(np.abs(self.model(d4).logits(toks) - base).max(), 1e-6, key)
 
     def test_phi3_sliding_window_and_fused_shape_errors(self):
+        # Every layer slides: through 2 layers of window 4, row 7 sees positions 1..7, not 0.
         d, _, _ = self.ckpt(model_type="phi3", sliding_window=4)
-        with self.assertRaises(ref.UnsupportedError):
-            self.model(d).logits([1, 2, 3, 4, 5])
-        self.assertEqual(self.model(d).logits([1, 2, 3, 4]).shape[0], 4)
+        toks = [1, 2, 3, 4, 5, 6, 7, 8]
+        m = self.model(d)
+        self.assertEqual(m.sliding, [True, True])
+        a, b, c = m.logits(toks), m.logits([9] + toks[1:]), m.logits(toks[:1] + [9] + toks[2:])
+        self.assertLess(np.abs(a[7] - b[7]).max(), 1e-12)
+        self.assertGreater(np.abs(a[7] - c[7]).max(), 1e-6)
         cfg, w = ref.load_checkpoint(d)
         w["model.layers.0.self_attn.qkv_proj.weight"] = w["model.layers.0.self_attn.qkv_proj.weight"][:-1]
         with self.assertRaisesRegex(ref.UnsupportedError, "qkv_proj"):
