@@ -562,6 +562,7 @@ constexpr OpDef kOps[] = {
      .row_inputs = 0b1,
      .row_outputs = 0b1,
      .row_wise = true,
+     .first_reads = moe_first_reads,
      .plan = plan_moe},
     {.name = "sigmoid_scale",
      .check = check_sigmoid_scale,

@@ -106,6 +106,14 @@ kernels::KernelPlan plan_moe(const kernels::KernelTable& k, bool many_rows, std:
   return plan;
 }
 
+// The router's rows, which every row reads first (the experts are not known before it runs).
+std::vector<PrefetchRange> moe_first_reads(const kernels::KernelTable& k, std::span<const std::vector<Tensor>> inputs,
+                                           int threads, size_t bytes) {
+  const std::vector<Tensor>& in = inputs[0];
+  const kernels::LinearOutput router{in[1].data, in[1].dtype, in[1].dim(0), nullptr, DType::F32, nullptr};
+  return k.linear_group_first_reads(in[0].dim(1), in[0].dim(2), &router, 1, threads, bytes);
+}
+
 Status run_moe(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
                const void* p) {
   const auto& a = *static_cast<const MoeAttrs*>(p);

@@ -15,6 +15,8 @@ namespace hfstatic {
 OpSignature check_moe(const std::vector<OpOperand>& in, const nlohmann::json& attrs);
 kernels::KernelPlan plan_moe(const kernels::KernelTable& k, bool many_rows, std::span<const std::vector<Tensor>> inputs,
                              const void* prepared, kernels::FoldedOp folded);
+std::vector<PrefetchRange> moe_first_reads(const kernels::KernelTable& k, std::span<const std::vector<Tensor>> inputs,
+                                           int threads, size_t bytes);
 Status run_moe(const kernels::KernelTable& k, const std::vector<Tensor>& in, const std::vector<Tensor>& out,
                const void* prepared);
 
