@@ -41,9 +41,10 @@ kernels::LinearOutput expert_output(const std::vector<Tensor>& in, const MoeAttr
 size_t routing_floats(const MoeAttrs& a, int64_t T) {
   return size_t(T * a.experts + 4 * T * a.top_k + 2 * a.experts + 1);
 }
+// Gathered rows and their down, gate and up outputs, for a batch of at most max(T, k) rows.
 size_t rows_floats(const MoeAttrs& a, int64_t T, int64_t E) {
-  const int64_t rows = std::max(T, a.top_k);  // one row alone runs its k experts together
-  return size_t(T * E + rows * E + 2 * rows * a.expert_size);
+  const int64_t cap = std::max(T, a.top_k);
+  return size_t(2 * cap * E + 2 * cap * a.expert_size);
 }
 
 }  // namespace
@@ -156,41 +157,7 @@ Status run_moe(const kernels::KernelTable& k, const std::vector<Tensor>& in, con
   }
   for (int64_t e = 0; e < N; ++e) offsets[e + 1] += offsets[e];
 
-  // Gathered rows [T, E], down outputs, gate outputs and up outputs [max(T, K), E or F].
-  float* rows = kernels::detail::scratch(kernels::ScratchBuffer::ExpertRows, rows_floats(a, T, E));
-  float* down = rows + T * E;
-  float* gate = down + std::max(T, K) * E;
-  float* up = gate + std::max(T, K) * F;
-  std::fill(y, y + T * E, 0.0f);
-  auto add_weighted = [&](int64_t r, float w, const float* d) {
-    float* yr = y + r * E;
-    for (int64_t i = 0; i < E; ++i) yr[i] += w * d[i];
-  };
-  // One row with the few-rows kernels (decode, verification): the gate and up products of its k
-  // experts as one pass, then their down products as one, each over its own row of
-  // silu(gate) * up (LinearOutput::x_row).
-  if (T == 1 && k.linear_group == k.linear_few_rows) {
-    std::copy(chosen, chosen + K, order);
-    std::sort(order, order + K);
-    std::vector<kernels::LinearOutput> products;
-    for (int64_t j = 0; j < K; ++j) {
-      products.push_back(expert_output(in, a, order[j], 0, gate + j * F));
-      products.push_back(expert_output(in, a, order[j], 1, up + j * F));
-    }
-    k.linear_group(x, 1, E, products.data(), int(products.size()), nullptr);
-    products.clear();
-    for (int64_t j = 0; j < K; ++j) {
-      products.push_back(expert_output(in, a, order[j], 2, down + j * E));
-      products.back().x_row = j;
-    }
-    kernels::LinearFusion silu;
-    silu.up = up;
-    k.linear_group(gate, K, F, products.data(), int(products.size()), &silu);
-    for (int64_t j = 0; j < K; ++j)
-      add_weighted(0, weights[std::find(chosen, chosen + K, order[j]) - chosen], down + j * E);
-    return {};
-  }
-  // Several rows: each expert's rows gathered into one matrix product.
+  // Each expert's rows and their weights, in expert then row order.
   std::copy(offsets, offsets + N, fill);
   for (int64_t r = 0; r < T; ++r)
     for (int64_t j = 0; j < K; ++j) {
@@ -198,17 +165,62 @@ Status run_moe(const kernels::KernelTable& k, const std::vector<Tensor>& in, con
       order[fill[e]] = int32_t(r);
       order_weight[fill[e]++] = weights[r * K + j];
     }
-  for (int64_t e = 0; e < N; ++e) {
-    const int64_t begin = offsets[e], count = offsets[e + 1] - begin;
-    if (count == 0) continue;
-    for (int64_t i = 0; i < count; ++i) std::memcpy(rows + i * E, x + order[begin + i] * E, size_t(E) * sizeof(float));
-    const kernels::LinearOutput gate_up[2] = {expert_output(in, a, e, 0, gate), expert_output(in, a, e, 1, up)};
-    k.linear_group(rows, count, E, gate_up, 2, nullptr);
-    const kernels::LinearOutput d = expert_output(in, a, e, 2, down);
-    kernels::LinearFusion silu;
-    silu.up = up;
-    k.linear_group(gate, count, F, &d, 1, &silu);
-    for (int64_t i = 0; i < count; ++i) add_weighted(order[begin + i], order_weight[begin + i], down + i * E);
+  // Gathered rows, their down outputs [cap, E], gate and up outputs [cap, F].
+  const int64_t cap = std::max(T, K);
+  float* rows = kernels::detail::scratch(kernels::ScratchBuffer::ExpertRows, rows_floats(a, T, E));
+  float* down = rows + cap * E;
+  float* gate = down + cap * E;
+  float* up = gate + cap * F;
+  std::fill(y, y + T * E, 0.0f);
+  auto add_weighted = [&](int64_t r, float w, const float* d) {
+    float* yr = y + r * E;
+    for (int64_t i = 0; i < E; ++i) yr[i] += w * d[i];
+  };
+  kernels::LinearFusion silu;
+  silu.up = up;
+  // Float weights in a table that runs many rows by the blocked multiply: an expert at a time.
+  if (a.per_weight == 1 && k.linear_group != k.linear_few_rows) {
+    for (int64_t e = 0; e < N; ++e) {
+      const int64_t begin = offsets[e], count = offsets[e + 1] - begin;
+      if (count == 0) continue;
+      for (int64_t i = 0; i < count; ++i)
+        std::memcpy(rows + i * E, x + order[begin + i] * E, size_t(E) * sizeof(float));
+      const kernels::LinearOutput gate_up[2] = {expert_output(in, a, e, 0, gate), expert_output(in, a, e, 1, up)};
+      k.linear_group(rows, count, E, gate_up, 2, nullptr);
+      const kernels::LinearOutput d = expert_output(in, a, e, 2, down);
+      k.linear_group(gate, count, F, &d, 1, &silu);
+      for (int64_t i = 0; i < count; ++i) add_weighted(order[begin + i], order_weight[begin + i], down + i * E);
+    }
+    return {};
+  }
+  // Otherwise matrix-vector products, each expert's over its own rows (LinearOutput::x_rows): the
+  // experts in batches of at most `cap` rows, each batch's gate and up products as one parallel
+  // pass and its down products as one more.
+  std::vector<kernels::LinearOutput> products;
+  // Projection `which` of experts [e0, e1), whose rows start at row `base` of the order.
+  auto add_products = [&](int64_t e0, int64_t e1, int64_t base, int which) {
+    for (int64_t e = e0; e < e1; ++e) {
+      const int64_t first = offsets[e] - base, count = offsets[e + 1] - offsets[e];
+      if (count == 0) continue;
+      float* out_rows = which == 0 ? gate + first * F : which == 1 ? up + first * F : down + first * E;
+      products.push_back(expert_output(in, a, e, which, out_rows));
+      products.back().x_row = first;
+      products.back().x_rows = count;
+    }
+  };
+  for (int64_t e0 = 0, e1 = 0; e0 < N; e0 = e1) {
+    while (e1 < N && offsets[e1 + 1] - offsets[e0] <= cap) ++e1;
+    const int64_t base = offsets[e0], n = offsets[e1] - base;
+    if (n == 0) continue;
+    for (int64_t i = 0; i < n; ++i) std::memcpy(rows + i * E, x + order[base + i] * E, size_t(E) * sizeof(float));
+    products.clear();
+    add_products(e0, e1, base, 0);
+    add_products(e0, e1, base, 1);
+    k.linear_group(rows, n, E, products.data(), int(products.size()), nullptr);
+    products.clear();
+    add_products(e0, e1, base, 2);
+    k.linear_group(gate, n, F, products.data(), int(products.size()), &silu);
+    for (int64_t i = 0; i < n; ++i) add_weighted(order[base + i], order_weight[base + i], down + i * E);
   }
   return {};
 }

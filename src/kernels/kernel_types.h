@@ -23,9 +23,9 @@ struct LinearOutput {
   DType bias_type;
   float* y;
   QuantWeights quant{};
-  // >= 0: the product reads row x_row of x alone and writes one row of y (a group of products
-  // each over its own row: a mixture of experts' down projections); -1: every row.
-  int64_t x_row = -1;
+  // x_rows > 0: the product reads rows [x_row, x_row + x_rows) of x alone and writes x_rows rows
+  // of y (a group of products each over its own rows: a mixture's experts); 0: every row.
+  int64_t x_row = 0, x_rows = 0;
 };
 
 // The elementwise op a linear group may fold in before its products: they multiply its result,

@@ -206,8 +206,8 @@ void linear_group(const float* x, int64_t rows, int64_t in, const LinearOutput* 
   }
   for (int i = 0; i < count; ++i) {
     const LinearOutput& o = outputs[i];
-    if (o.x_row >= 0)
-      linear(x + o.x_row * in, 1, in, o);
+    if (o.x_rows > 0)
+      linear(x + o.x_row * in, o.x_rows, in, o);
     else
       linear(x, rows, in, o);
   }

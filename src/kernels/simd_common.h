@@ -73,8 +73,8 @@ struct QuantRows {
   int64_t in = 0, group = 0;
 };
 
-// Row `row` of x alone.
-inline QuantRows quant_row(const QuantRows& x, int64_t row) {
+// x from row `row` on.
+inline QuantRows quant_rows_from(const QuantRows& x, int64_t row) {
   const int64_t scales = x.in / x.group + 8;  // a row's scales and offsets, padded
   return {x.q8 + row * x.in, x.q4 + row * x.in, x.scale + row * scales, x.offset8 + row * scales, x.in, x.group};
 }
