@@ -75,7 +75,7 @@ int run_export(const std::vector<std::string>& argv) {
 int run_make_checkpoint(const std::vector<std::string>& argv) {
   Args args(argv, {"--preset", "--seed", "-o|--out", "--dtype", "--shard-mib", "--num-layers"}, {"--list"});
   if (args.has("--list")) {
-    for (const auto& p : checkpoint_presets()) std::printf("%-16s %s\n", p.name.c_str(), p.description.c_str());
+    for (const auto& p : checkpoint_presets()) std::printf("%-18s %s\n", p.name.c_str(), p.description.c_str());
     return kExitOk;
   }
   args.expect_positional(0, "");

@@ -79,7 +79,7 @@ void parse_olmoe(const ConfigReader& r, HfConfig& c) {
 
 std::vector<CheckpointPreset> mixtral_presets() {
   return {
-      {"tiny-mixtral", "tiny mixtral: 4 experts, top 2, window 5 on every layer (tests)",
+      {"tiny-mixtral", "tiny mixtral: 4 experts, top 2, renormalised (tests)",
        R"({"architectures":["MixtralForCausalLM"],"model_type":"mixtral","hidden_size":64,"intermediate_size":96,
            "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"vocab_size":272,
            "max_position_embeddings":512,"rms_norm_eps":1e-5,"rope_theta":1000000.0,"tie_word_embeddings":false,
