@@ -176,6 +176,10 @@ Status run_moe(const kernels::KernelTable& k, const std::vector<Tensor>& in, con
     float* yr = y + r * E;
     for (int64_t i = 0; i < E; ++i) yr[i] += w * d[i];
   };
+  // Rows [begin, begin + n) of the order, gathered.
+  auto gather = [&](int64_t begin, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) std::memcpy(rows + i * E, x + order[begin + i] * E, size_t(E) * sizeof(float));
+  };
   kernels::LinearFusion silu;
   silu.up = up;
   // Float weights in a table that runs many rows by the blocked multiply: an expert at a time.
@@ -183,8 +187,7 @@ Status run_moe(const kernels::KernelTable& k, const std::vector<Tensor>& in, con
     for (int64_t e = 0; e < N; ++e) {
       const int64_t begin = offsets[e], count = offsets[e + 1] - begin;
       if (count == 0) continue;
-      for (int64_t i = 0; i < count; ++i)
-        std::memcpy(rows + i * E, x + order[begin + i] * E, size_t(E) * sizeof(float));
+      gather(begin, count);
       const kernels::LinearOutput gate_up[2] = {expert_output(in, a, e, 0, gate), expert_output(in, a, e, 1, up)};
       k.linear_group(rows, count, E, gate_up, 2, nullptr);
       const kernels::LinearOutput d = expert_output(in, a, e, 2, down);
@@ -212,7 +215,7 @@ Status run_moe(const kernels::KernelTable& k, const std::vector<Tensor>& in, con
     while (e1 < N && offsets[e1 + 1] - offsets[e0] <= cap) ++e1;
     const int64_t base = offsets[e0], n = offsets[e1] - base;
     if (n == 0) continue;
-    for (int64_t i = 0; i < n; ++i) std::memcpy(rows + i * E, x + order[base + i] * E, size_t(E) * sizeof(float));
+    gather(base, n);
     products.clear();
     add_products(e0, e1, base, 0);
     add_products(e0, e1, base, 1);

@@ -116,25 +116,16 @@ std::vector<CheckpointPreset> gemma2_presets() {
 
 }  // namespace
 
+// gemma3_text's layer without q/k norms: its own window rule (even layers) and fields.
 FamilySpec gemma2_family() {
-  return {
-      .model_type = "gemma2",
-      .architectures = {"Gemma2ForCausalLM"},
-      .activation = "gelu_pytorch_tanh",
-      .other_activations = {"gelu"},
-      .activation_keys = {"hidden_activation", "hidden_act"},
-      .tied_by_default = true,
-      .window = WindowField::Read,
-      .window_default = 4096,
-      .sliding_layers = SlidingLayers::LayerTypesOrEven,
-      .refusals = {{"use_bidirectional_attention", Refusal::When::True}},
-      .parse = parse_gemma2,
-      .sandwich_norms = true,
-      .norm_plus_one = true,
-      .embeddings_scaled = true,
-      .preset_tokenizer = PresetTokenizer::Gemma,
-      .presets = gemma2_presets(),
-  };
+  FamilySpec family = gemma3_text_family();
+  family.model_type = "gemma2";
+  family.architectures = {"Gemma2ForCausalLM"};
+  family.sliding_layers = SlidingLayers::LayerTypesOrEven;
+  family.parse = parse_gemma2;
+  family.qk_norm = false;
+  family.presets = gemma2_presets();
+  return family;
 }
 
 namespace {

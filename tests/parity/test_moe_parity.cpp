@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "export/hf_config.h"
 #include "format/safetensors.h"
 #include "io/hf_static_io_manager.h"
 #include "test_support.h"
@@ -25,9 +26,10 @@ int64_t expert_of(const std::string& name) {
   return at == std::string::npos ? -1 : std::stoll(name.substr(at + 9));
 }
 
-// A copy of the float32 tiny checkpoint `preset` in `dir` with edit(name, values) applied to each tensor.
+// A copy of the float32 tiny checkpoint `preset` in `dir` with edit(name, values) applied to
+// each tensor, which may rename it.
 std::string edited_checkpoint(const std::string& preset, const std::string& dir,
-                              const std::function<void(const std::string&, std::vector<float>&)>& edit) {
+                              const std::function<void(std::string&, std::vector<float>&)>& edit) {
   std::filesystem::copy(test::cached_checkpoint(preset, 7), dir, std::filesystem::copy_options::recursive);
   const std::string path = dir + "/model.safetensors";
   const std::string bytes = read_text_file(path);
@@ -38,10 +40,11 @@ std::string edited_checkpoint(const std::string& preset, const std::string& dir,
     EXPECT_EQ(t.dtype, DType::F32) << t.name;
     std::vector<float> values(t.size / sizeof(float));
     std::memcpy(values.data(), view.tensor_data(t), t.size);
-    edit(t.name, values);
+    std::string name = t.name;
+    edit(name, values);
     std::vector<uint8_t> out(t.size);
     std::memcpy(out.data(), values.data(), t.size);
-    writer.add_bytes(t.name, t.dtype, t.shape, std::move(out));
+    writer.add_bytes(name, t.dtype, t.shape, std::move(out));
   }
   writer.write(path);
   return dir;
@@ -100,7 +103,7 @@ class RouterTies : public testing::TestWithParam<TieCase> {};
 TEST_P(RouterTies, EqualScoresPickTheLowestExpertsWithTheFamilysWeights) {
   const TieCase& c = GetParam();
   test::TempDir dir("moe-ties");
-  const std::string ckpt = edited_checkpoint(c.preset, dir.file("zero-router"), [](const std::string& n, auto& v) {
+  const std::string ckpt = edited_checkpoint(c.preset, dir.file("zero-router"), [](std::string& n, auto& v) {
     if (is_router(n)) std::fill(v.begin(), v.end(), 0.0f);
   });
   const nlohmann::json ref = test::reference(ckpt, kPrompt, kSteps);
@@ -109,28 +112,17 @@ TEST_P(RouterTies, EqualScoresPickTheLowestExpertsWithTheFamilysWeights) {
 
   // The comparison decides something: the highest experts in place of the lowest give other
   // logits, and so do top-k weights without the renormalisation where the family has one.
-  const std::string reversed = edited_checkpoint(c.preset, dir.file("reversed"), [&](const std::string& n, auto& v) {
-    if (is_router(n)) std::fill(v.begin(), v.end(), 0.0f);
-  });
-  const int64_t experts = nlohmann::json::parse(read_text_file(ckpt + "/config.json"))
-                              .value(c.preset == "tiny-mixtral" ? "num_local_experts" : "num_experts", int64_t(0));
+  const int64_t experts =
+      HfConfig::parse(nlohmann::json::parse(read_text_file(ckpt + "/config.json")), "config.json").moe->experts;
   ASSERT_GT(experts, 1);
-  {
-    // Expert J's tensors become expert (experts - 1 - J)'s.
-    const std::string path = reversed + "/model.safetensors";
-    const std::string bytes = read_text_file(path);
-    const auto view = SafetensorsView::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path);
-    SafetensorsWriter writer;
-    for (const TensorInfo& t : view.tensors()) {
-      std::string name = t.name;
-      if (const int64_t e = expert_of(name); e >= 0) {
-        const size_t at = name.find(".experts.") + 9;
-        name = name.substr(0, at) + std::to_string(experts - 1 - e) + name.substr(name.find('.', at));
-      }
-      writer.add_bytes(name, t.dtype, t.shape, std::vector<uint8_t>(view.tensor_data(t), view.tensor_data(t) + t.size));
+  // Expert J's tensors become expert (experts - 1 - J)'s.
+  const std::string reversed = edited_checkpoint(c.preset, dir.file("reversed"), [&](std::string& n, auto& v) {
+    if (is_router(n)) std::fill(v.begin(), v.end(), 0.0f);
+    if (const int64_t e = expert_of(n); e >= 0) {
+      const size_t at = n.find(".experts.") + 9;
+      n = n.substr(0, at) + std::to_string(experts - 1 - e) + n.substr(n.find('.', at));
     }
-    writer.write(path);
-  }
+  });
   EXPECT_GT(worst_error(got, test::reference(reversed, kPrompt, kSteps)), 1e-2);
   const double naive = worst_error(got, test::reference(ckpt, kPrompt, kSteps, "float32", {"--moe-router", "naive"}));
   if (c.renormalises)
@@ -152,11 +144,11 @@ INSTANTIATE_TEST_SUITE_P(Families, RouterTies,
 // lowest experts, the others may hold NaN without reaching a single logit.
 TEST(MoeExperts, ExpertsNoTokenChoosesAreNeverComputed) {
   test::TempDir dir("moe-unread");
-  auto zero_routers = [](const std::string& n, std::vector<float>& v) {
+  auto zero_routers = [](std::string& n, std::vector<float>& v) {
     if (is_router(n)) std::fill(v.begin(), v.end(), 0.0f);
   };
   const std::string ckpt = edited_checkpoint("tiny-mixtral", dir.file("plain"), zero_routers);
-  const std::string poisoned = edited_checkpoint("tiny-mixtral", dir.file("nan"), [&](const std::string& n, auto& v) {
+  const std::string poisoned = edited_checkpoint("tiny-mixtral", dir.file("nan"), [&](std::string& n, auto& v) {
     zero_routers(n, v);
     if (expert_of(n) >= 2) std::fill(v.begin(), v.end(), std::nanf(""));  // top 2 of 4: experts 0 and 1
   });
