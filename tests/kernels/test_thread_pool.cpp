@@ -262,7 +262,7 @@ TEST(ThreadPoolLimits, TooManyThreadsIsAnError) {
 }
 
 TEST(ThreadPoolLimits, AThreadThatCannotStartIsAnErrorNotAHang) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(HFSTATIC_TEST_UNDER_SANITIZER)
   GTEST_SKIP() << "the sanitizers' shadow memory needs more address space than any small RLIMIT_AS";
 #endif
   // In a child with little address space, thread stacks (8 MiB each) soon cannot be mapped.

@@ -7,12 +7,8 @@ namespace hfstatic::test {
 // A wall-clock bound on hostile work (a hang guard, not a speed claim): `seconds` in a plain
 // build, ten times that under a sanitizer, which slows the interpreter loops it guards.
 inline std::chrono::seconds hang_bound(int seconds) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(HFSTATIC_TEST_UNDER_SANITIZER)
   return std::chrono::seconds(seconds * 10);
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-  return std::chrono::seconds(seconds * 10);
-#endif
 #endif
   return std::chrono::seconds(seconds);
 }
