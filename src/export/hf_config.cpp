@@ -119,6 +119,10 @@ HfConfig parse_text_model(const json& j, const FamilySpec& family, const std::st
   if (j.contains("text_config") && !j["text_config"].is_null()) {
     if (!j["text_config"].is_object())
       fail(origin, ": config field 'text_config' = ", quote_json(j["text_config"]), " is not an object");
+    // A transformers 5 text_config carries its rotary settings in rope_parameters alone.
+    if (j["text_config"].contains("rope_parameters"))
+      for (const char* key : {"rope_theta", "rope_scaling", "rope_local_base_freq", "partial_rotary_factor"})
+        text.erase(key);
     for (const auto& [key, value] : j["text_config"].items()) text[key] = value;
   }
   for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype"})
@@ -134,8 +138,9 @@ HfConfig parse_text_model(const json& j, const FamilySpec& family, const std::st
 
 }  // namespace
 
-HfConfig HfConfig::parse(const json& j, const std::string& origin) {
-  if (!j.is_object()) fail(origin, ": config is not a JSON object");
+HfConfig HfConfig::parse(const json& config_json, const std::string& origin) {
+  if (!config_json.is_object()) fail(origin, ": config is not a JSON object");
+  const json j = with_version4_rope_fields(config_json, origin);
   ConfigReader r{j, origin};
   HfConfig c;
   c.origin = origin;
@@ -182,6 +187,11 @@ HfConfig HfConfig::parse(const json& j, const std::string& origin) {
   if (family.embeddings_scaled) c.embedding_scale = std::sqrt(double(c.hidden_size));
   c.sliding_window = read_window(r, family);
   if (family.parse) family.parse(r, c);
+  if (r.has("rope_local_base_freq") && !c.rope_local_theta &&
+      r.number("rope_local_base_freq", 1, 1e12, c.rope_theta) != c.rope_theta)
+    fail(origin, ": config field 'rope_local_base_freq' (rope_parameters.sliding_attention.rope_theta) = ",
+         quote_json(j["rope_local_base_freq"]), " differs from rope_theta = ", c.rope_theta, "; model_type '",
+         c.model_type, "' rotates every layer with one base");
   c.sliding_layers = read_sliding_layers(j, r, c);
   parse_rope_config(j, c, origin);
   if (r.has("bos_token_id")) c.bos_token_id = r.integer("bos_token_id", 0, c.vocab_size - 1);

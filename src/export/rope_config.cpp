@@ -13,19 +13,28 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-std::string scaling_type(const json& s, const std::string& origin) {
+// The type of a rope_scaling (or rope_parameters, the object's name in `field`) object.
+std::string scaling_type(const json& s, const std::string& field, const std::string& origin) {
   for (const char* key : {"rope_type", "type"})
     if (s.contains(key) && !s[key].is_string())
-      fail(origin, ": config field 'rope_scaling.", key, "' = ", quote_json(s[key]), " is not a string");
+      fail(origin, ": config field '", field, ".", key, "' = ", quote_json(s[key]), " is not a string");
   if (s.contains("rope_type") && s["rope_type"].is_string()) return s["rope_type"].get<std::string>();
   if (s.contains("type") && s["type"].is_string()) return s["type"].get<std::string>();
   return "";
 }
 
-RopeScaling parse_scaling(const json& s, const std::string& type, const json& j, const HfConfig& c,
-                          const std::string& origin) {
+// config[key] = value, unless config already holds another value there.
+void take_field(json& config, const char* key, const json& value, const std::string& from, const std::string& origin) {
+  if (config.contains(key) && !config[key].is_null() && config[key] != value)
+    fail(origin, ": config field '", key, "' = ", quote_json(config[key]), " disagrees with '", from,
+         "' = ", quote_json(value));
+  config[key] = value;
+}
+
+RopeScaling parse_scaling(const json& s, const std::string& field, const std::string& type, const json& j,
+                          const HfConfig& c, const std::string& origin) {
   constexpr int64_t kBig = int64_t(1) << 31;
-  ConfigReader sr{s, origin, "rope_scaling."};
+  ConfigReader sr{s, origin, field + "."};
   ConfigReader top{j, origin};
   RopeScaling rs;
   rs.type = type;
@@ -35,7 +44,7 @@ RopeScaling parse_scaling(const json& s, const std::string& type, const json& j,
     rs.high_freq_factor = sr.number("high_freq_factor", 1e-6, 1e6, 4);
     rs.original_max_position_embeddings = double(sr.integer("original_max_position_embeddings", 1, kBig, 8192));
     if (!(rs.high_freq_factor > rs.low_freq_factor))
-      fail(origin, ": config field 'rope_scaling' needs high_freq_factor > low_freq_factor");
+      fail(origin, ": config field '", field, "' needs high_freq_factor > low_freq_factor");
   } else if (type == "linear" || type == "dynamic" || type == "yarn") {
     rs.factor = sr.required_number("factor", 1e-6, 1e6);
     // dynamic: Hugging Face grows the base beyond max_position_embeddings (and ignores this field).
@@ -70,7 +79,7 @@ RopeScaling parse_scaling(const json& s, const std::string& type, const json& j,
       rs.factor = sr.number("factor", 1e-6, 1e6, 1);
     }
   } else {
-    fail(origin, ": config field 'rope_scaling' type '", type,
+    fail(origin, ": config field '", field, "' type '", type,
          "' is not supported (supported: linear, dynamic, yarn, longrope, llama3)");
   }
   return rs;
@@ -117,7 +126,48 @@ double longrope_attention_factor(const RopeScaling& s) {
   return std::sqrt(1 + std::log(s.factor) / std::log(s.original_max_position_embeddings));
 }
 
+// The rope_parameters object of the full attention layers and its name: the whole object, or its
+// "full_attention" entry when it holds one object per layer type. Null without rope_parameters.
+const json* global_rope_parameters(const json& j, std::string& name, const std::string& origin) {
+  if (!j.contains("rope_parameters") || j["rope_parameters"].is_null()) return nullptr;
+  const json& rp = j["rope_parameters"];
+  if (!rp.is_object()) fail(origin, ": config field 'rope_parameters' = ", quote_json(rp), " is not an object");
+  bool per_layer_type = !rp.empty();
+  for (const auto& [key, value] : rp.items())
+    per_layer_type = per_layer_type && (key == "full_attention" || key == "sliding_attention") && value.is_object();
+  name = "rope_parameters";
+  if (!per_layer_type) return &rp;
+  if (!rp.contains("full_attention")) fail(origin, ": config field 'rope_parameters' has no 'full_attention' entry");
+  name = "rope_parameters.full_attention";
+  return &rp["full_attention"];
+}
+
 }  // namespace
+
+json with_version4_rope_fields(const json& j, const std::string& origin) {
+  std::string name;
+  const json* global = global_rope_parameters(j, name, origin);
+  if (!global) return j;
+  json out = j;
+  for (const char* key : {"rope_theta", "partial_rotary_factor"})
+    if (global->contains(key) && !(*global)[key].is_null())
+      take_field(out, key, (*global)[key], name + "." + key, origin);
+  const json& rp = j["rope_parameters"];
+  if (name != "rope_parameters" && rp.contains("sliding_attention")) {
+    const json& local = rp["sliding_attention"];
+    const std::string type = scaling_type(local, "rope_parameters.sliding_attention", origin);
+    if (!type.empty() && type != "default")
+      fail(origin, ": config field 'rope_parameters.sliding_attention.rope_type' = '", type,
+           "' is not supported (sliding layers take the plain rotary embedding)");
+    if (local.contains("rope_theta") && !local["rope_theta"].is_null())
+      take_field(out, "rope_local_base_freq", local["rope_theta"], "rope_parameters.sliding_attention.rope_theta",
+                 origin);
+    if (local.value("partial_rotary_factor", json()) != global->value("partial_rotary_factor", json()))
+      fail(origin, ": config field 'rope_parameters.sliding_attention.partial_rotary_factor' differs from the ",
+           "full attention layers'; one rotary width for every layer is supported");
+  }
+  return out;
+}
 
 void parse_rope_config(const json& j, HfConfig& c, const std::string& origin) {
   ConfigReader r{j, origin};
@@ -126,14 +176,17 @@ void parse_rope_config(const json& j, HfConfig& c, const std::string& origin) {
   if (c.rotary_dim < 2 || c.rotary_dim % 2 != 0)
     fail(origin, ": config field 'partial_rotary_factor' = ", partial, " gives ", c.rotary_dim,
          " rotary dimensions of head_dim ", c.head_dim, "; an even number of at least 2 is needed");
-  if (!r.has("rope_scaling")) return;
-  const json& s = j["rope_scaling"];
-  if (!s.is_object()) fail(origin, ": config field 'rope_scaling' = ", quote_json(s), " is not an object");
-  std::string type = scaling_type(s, origin);
-  if (type == "default") return;  // same as no scaling
+  // transformers 5's rope_parameters holds the scaling (as it reads them, rope_scaling wins).
+  std::string field;
+  const json* s = r.has("rope_scaling") ? &j["rope_scaling"] : global_rope_parameters(j, field, origin);
+  if (!s) return;
+  if (r.has("rope_scaling")) field = "rope_scaling";
+  if (!s->is_object()) fail(origin, ": config field '", field, "' = ", quote_json(*s), " is not an object");
+  std::string type = scaling_type(*s, field, origin);
+  if (type.empty() || type == "default") return;  // same as no scaling
   // Phi3Config renames an old config's "yarn" to longrope.
   if (type == "yarn" && c.family->legacy_yarn_is_longrope) type = "longrope";
-  c.rope_scaling = parse_scaling(s, type, j, c, origin);
+  c.rope_scaling = parse_scaling(*s, field, type, j, c, origin);
 }
 
 json rope_attributes(const HfConfig& c, int64_t max_context) {

@@ -24,8 +24,17 @@
 
 namespace hfstatic {
 
-// Reads partial_rotary_factor (into config.rotary_dim) and rope_scaling; config's head_dim,
-// max_position_embeddings and family are set. Throws Error naming the field at fault.
+// transformers 5 writes the rotary settings as one object, rope_parameters: rope_type,
+// rope_theta, partial_rotary_factor and the scaling's own fields, or for models whose sliding
+// layers rotate with another base one such object per layer type ({"full_attention": ...,
+// "sliding_attention": ...}). Returns config_json with its base, rotary width and sliding base as
+// the version-4 fields (rope_theta, partial_rotary_factor, rope_local_base_freq); a field given
+// both ways with two values is an error naming both. parse_rope_config reads the scaling from it.
+nlohmann::json with_version4_rope_fields(const nlohmann::json& config_json, const std::string& origin);
+
+// Reads partial_rotary_factor (into config.rotary_dim) and rope_scaling, else rope_parameters'
+// scaling; config's head_dim, max_position_embeddings and family are set. Throws Error naming the
+// field at fault.
 void parse_rope_config(const nlohmann::json& config_json, HfConfig& config, const std::string& origin);
 
 // Attributes of the rope op for a program of max_context positions. Throws Error when the
