@@ -1,5 +1,5 @@
-// Execution::run_batch: one run of several executions of a method together, their linear
-// steps as one product over the rows of all of them.
+// Execution::run_batch: one run of several executions of a method together, their linear and
+// other row-wise steps that read weights (norms, moe) as one step over the rows of all of them.
 #include <algorithm>
 #include <cstring>
 #include <deque>
@@ -52,8 +52,10 @@ std::string Execution::batch_problem(std::span<Execution* const> batch) {
   return {};
 }
 
-// A linear step runs batched when each row operand is a float32 [1, 1, N] activation and every
-// other operand a weight: the weights are the same for every execution of the method.
+// A step runs batched when its rows are independent of each other (a group of linear products,
+// or a row-wise op such as moe, whose rows each choose their experts), each row operand is a
+// float32 [1, 1, N] activation and every other operand a weight: the weights are the same for
+// every execution of the method, and are read once for all of its rows.
 void Execution::plan_batch(size_t size, int pool_threads) {
   const Method& m = *method_;
   if (!batch_) batch_ = std::make_shared<BatchState>();
@@ -71,7 +73,8 @@ void Execution::plan_batch(size_t size, int pool_threads) {
     const Method::Step& step = m.steps_[si];
     const size_t body = step.first + (step.folded ? 1 : 0);
     const OpDef& op = *m.nodes_[body].op;
-    if (!op.takes_linear_fusion || !op.run_group || !op.plan || !step.has_rows) continue;
+    const bool rows_independent = op.takes_linear_fusion ? op.run_group != nullptr : op.row_wise;
+    if (!rows_independent || !op.plan || !step.has_rows) continue;
     BatchState::Step& plan = bs.steps[si];
     plan.operands = operands_[si];
     const size_t placed_before = placed.size();

@@ -197,12 +197,12 @@ class Execution {
   Status run(ThreadPool* pool = nullptr);
 
   // Runs every execution of `batch` (each bound to its own inputs, outputs and state) as run()
-  // would, step by step together: a linear step whose row operands are [1, 1, N] runs once over
-  // the rows of all of them with the few-rows kernels (matrix-vector products, which read each
-  // weight row once for all the rows and compute each row from its own inputs only, so every
-  // row is bit for bit its one-row run); every other step runs per execution. The gathered rows
-  // and the scratch of B rows are kept by batch[0], made once per batch size. Returns an error
-  // for a batch that batch_problem() refuses, or as run() does.
+  // would, step by step together: a step of independent rows that reads weights (linear, norms,
+  // moe) whose row operands are [1, 1, N] runs once over the rows of all of them with the
+  // few-rows kernels (which read each weight row once for all the rows and compute each row from
+  // its own inputs only, so every row is bit for bit its one-row run); every other step runs per
+  // execution. The gathered rows and the scratch of B rows are kept by batch[0], made once per
+  // batch size. Returns an error for a batch that batch_problem() refuses, or as run() does.
   static Status run_batch(std::span<Execution* const> batch, ThreadPool* pool = nullptr);
   // Why `batch` cannot run together (one line), or empty: a null or repeated execution, or
   // executions of different methods, programs or load options.
