@@ -19,7 +19,6 @@
 #include "format/program.h"
 #include "test_support.h"
 #include "util/error.h"
-#include "util/mapped_file.h"
 
 namespace hfstatic {
 namespace {
@@ -33,43 +32,17 @@ using testing::HasSubstr;
 using testing::Not;
 
 using test::error_of;
-
-struct TensorBytes {
-  std::string name;
-  DType dtype;
-  Shape shape;
-  std::vector<uint8_t> bytes;
-};
-
-std::vector<TensorBytes> read_tensors(const std::string& path) {
-  MappedFile file = MappedFile::open(path);
-  SafetensorsView view = SafetensorsView::parse(file.data(), file.size(), path);
-  std::vector<TensorBytes> out;
-  for (const auto& t : view.tensors()) {
-    const uint8_t* d = view.tensor_data(t);
-    out.push_back({t.name, t.dtype, t.shape, std::vector<uint8_t>(d, d + t.size)});
-  }
-  return out;
-}
-
-std::vector<float> f32_values(const TensorBytes& t) {
-  EXPECT_EQ(t.dtype, DType::F32);
-  std::vector<float> v(t.bytes.size() / 4);
-  std::memcpy(v.data(), t.bytes.data(), t.bytes.size());
-  return v;
-}
+using test::f32_values;
+using test::read_tensors;
+using test::TensorBytes;
 
 class ExportErrors : public test::CheckpointTest {
  protected:
   ExportErrors() : CheckpointTest("export") {}
   // Rewrites model.safetensors through `edit`, which may change a tensor or return false to drop it.
   static void edit_tensors(const std::string& ckpt, const std::function<bool(TensorBytes&)>& edit) {
-    const std::string path = ckpt + "/model.safetensors";
-    SafetensorsWriter w;
-    w.set_metadata("format", "pt");
-    for (TensorBytes& t : read_tensors(path))
-      if (edit(t)) w.add_bytes(t.name, t.dtype, t.shape, t.bytes);
-    w.write(path);
+    test::rewrite_tensors(
+        ckpt, [&](TensorBytes t) { return edit(t) ? std::vector{std::move(t)} : std::vector<TensorBytes>{}; });
   }
 
   // Exports into an empty folder of its own and returns the error; checks nothing is left there.

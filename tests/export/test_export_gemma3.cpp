@@ -10,9 +10,7 @@
 #include <cstring>
 
 #include "format/program.h"
-#include "format/safetensors.h"
 #include "test_support.h"
-#include "util/mapped_file.h"
 
 namespace hfstatic {
 namespace {
@@ -48,20 +46,10 @@ TEST_F(ExportGemma3, NormsBecomeFloat32OnePlusW) {
   // Written into the checkpoint: w = 0, -1, 0.5, 2^-30 at the front of every norm.
   const std::vector<float> w = {0.0f, -1.0f, 0.5f, 0x1p-30f};
   const std::vector<float> want = {1.0f, 0.0f, 1.5f, 1.0f};  // 1 + 2^-30 rounds to 1 in float32
-  const std::string path = c + "/model.safetensors";
-  {
-    MappedFile file = MappedFile::open(path);
-    SafetensorsView view = SafetensorsView::parse(file.data(), file.size(), path);
-    SafetensorsWriter out;
-    out.set_metadata("format", "pt");
-    for (const auto& t : view.tensors()) {
-      std::vector<uint8_t> bytes(view.tensor_data(t), view.tensor_data(t) + t.size);
-      if (t.name.find("norm.weight") != std::string::npos) std::memcpy(bytes.data(), w.data(), w.size() * 4);
-      out.add_bytes(t.name, t.dtype, t.shape, bytes);
-    }
-    out.write(path + ".new");
-  }
-  std::rename((path + ".new").c_str(), path.c_str());
+  test::rewrite_tensors(c, [&](test::TensorBytes t) {
+    if (t.name.find("norm.weight") != std::string::npos) std::memcpy(t.bytes.data(), w.data(), w.size() * 4);
+    return std::vector{std::move(t)};
+  });
   auto program = Program::load(export_ok(c, DType::BF16));
   for (const char* name :
        {"model.norm.weight", "model.layers.0.input_layernorm.weight", "model.layers.1.post_attention_layernorm.weight",

@@ -41,19 +41,14 @@ class ExportGemma3Multimodal : public test::CheckpointTest {
   // Rewrites model.safetensors: each tensor written under the names `rename` gives (none: dropped).
   static void rename_tensors(const std::string& ckpt,
                              const std::function<std::vector<std::string>(const std::string&)>& rename) {
-    const std::string path = ckpt + "/model.safetensors";
-    {
-      MappedFile file = MappedFile::open(path);
-      SafetensorsView view = SafetensorsView::parse(file.data(), file.size(), path);
-      SafetensorsWriter out;
-      out.set_metadata("format", "pt");
-      for (const auto& t : view.tensors())
-        for (const std::string& name : rename(t.name))
-          out.add_bytes(name, t.dtype, t.shape,
-                        std::vector<uint8_t>(view.tensor_data(t), view.tensor_data(t) + t.size));
-      out.write(path + ".new");
-    }
-    std::rename((path + ".new").c_str(), path.c_str());
+    test::rewrite_tensors(ckpt, [&](test::TensorBytes t) {
+      std::vector<test::TensorBytes> out;
+      for (const std::string& name : rename(t.name)) {
+        out.push_back(t);
+        out.back().name = name;
+      }
+      return out;
+    });
   }
   static std::vector<uint8_t> bytes_of(const Program& p, const std::string& name) {
     WeightRef w = p.weight(name);

@@ -6,9 +6,7 @@
 
 #include "export/hf_config.h"
 #include "format/program.h"
-#include "format/safetensors.h"
 #include "test_support.h"
-#include "util/mapped_file.h"
 
 namespace hfstatic {
 namespace {
@@ -150,15 +148,10 @@ TEST_F(ExportMoe, QuantizedProgramsKeepRoutersFloat) {
 
 TEST_F(ExportMoe, AMissingExpertTensorIsNamed) {
   const std::string ckpt = checkpoint("tiny-qwen3-moe");
-  const std::string path = ckpt + "/model.safetensors";
-  const std::string bytes = read_text_file(path);
-  const auto view = SafetensorsView::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path);
-  SafetensorsWriter writer;
-  for (const TensorInfo& t : view.tensors())
-    if (t.name != "model.layers.3.mlp.experts.5.down_proj.weight")
-      writer.add_bytes(t.name, t.dtype, t.shape,
-                       std::vector<uint8_t>(view.tensor_data(t), view.tensor_data(t) + t.size));
-  writer.write(path);
+  test::rewrite_tensors(ckpt, [](test::TensorBytes t) {
+    if (t.name == "model.layers.3.mlp.experts.5.down_proj.weight") return std::vector<test::TensorBytes>{};
+    return std::vector{std::move(t)};
+  });
   EXPECT_THAT(export_error(ckpt), HasSubstr("model.layers.3.mlp.experts.5.down_proj.weight"));
 }
 

@@ -8,10 +8,8 @@
 #include <filesystem>
 
 #include "export/hf_config.h"
-#include "format/safetensors.h"
 #include "io/hf_static_io_manager.h"
 #include "test_support.h"
-#include "util/mapped_file.h"
 
 namespace hfstatic {
 namespace {
@@ -31,22 +29,12 @@ int64_t expert_of(const std::string& name) {
 std::string edited_checkpoint(const std::string& preset, const std::string& dir,
                               const std::function<void(std::string&, std::vector<float>&)>& edit) {
   std::filesystem::copy(test::cached_checkpoint(preset, 7), dir, std::filesystem::copy_options::recursive);
-  const std::string path = dir + "/model.safetensors";
-  const std::string bytes = read_text_file(path);
-  const auto view =
-      SafetensorsView::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path, SafetensorsOptions{});
-  SafetensorsWriter writer;
-  for (const TensorInfo& t : view.tensors()) {
-    EXPECT_EQ(t.dtype, DType::F32) << t.name;
-    std::vector<float> values(t.size / sizeof(float));
-    std::memcpy(values.data(), view.tensor_data(t), t.size);
-    std::string name = t.name;
-    edit(name, values);
-    std::vector<uint8_t> out(t.size);
-    std::memcpy(out.data(), values.data(), t.size);
-    writer.add_bytes(name, t.dtype, t.shape, std::move(out));
-  }
-  writer.write(path);
+  test::rewrite_tensors(dir, [&](test::TensorBytes t) {
+    std::vector<float> values = test::f32_values(t);
+    edit(t.name, values);
+    std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+    return std::vector{std::move(t)};
+  });
   return dir;
 }
 

@@ -8,12 +8,14 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
 
+#include "format/safetensors.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 
@@ -152,6 +154,33 @@ void CheckpointTest::edit_config(const std::string& ckpt, const std::function<vo
   nlohmann::json c = nlohmann::json::parse(read_text_file(ckpt + "/config.json"));
   edit(c);
   write_file(ckpt + "/config.json", c.dump(2));
+}
+
+std::vector<TensorBytes> read_tensors(const std::string& path) {
+  MappedFile file = MappedFile::open(path);
+  SafetensorsView view = SafetensorsView::parse(file.data(), file.size(), path);
+  std::vector<TensorBytes> out;
+  for (const auto& t : view.tensors()) {
+    const uint8_t* d = view.tensor_data(t);
+    out.push_back({t.name, t.dtype, t.shape, std::vector<uint8_t>(d, d + t.size)});
+  }
+  return out;
+}
+
+std::vector<float> f32_values(const TensorBytes& t) {
+  EXPECT_EQ(t.dtype, DType::F32) << t.name;
+  std::vector<float> v(t.bytes.size() / sizeof(float));
+  std::memcpy(v.data(), t.bytes.data(), v.size() * sizeof(float));
+  return v;
+}
+
+void rewrite_tensors(const std::string& ckpt, const std::function<std::vector<TensorBytes>(TensorBytes)>& edit) {
+  const std::string path = ckpt + "/model.safetensors";
+  SafetensorsWriter out;
+  out.set_metadata("format", "pt");
+  for (TensorBytes& t : read_tensors(path))
+    for (TensorBytes& e : edit(std::move(t))) out.add_bytes(e.name, e.dtype, e.shape, std::move(e.bytes));
+  out.write(path);
 }
 
 }  // namespace hfstatic::test

@@ -67,6 +67,21 @@ double relative_error(const std::vector<float>& a, const std::vector<double>& b)
 std::vector<std::string> list_dir(const std::string& dir);
 void write_file(const std::string& path, const std::string& text);
 
+// One tensor of a safetensors file, its bytes copied out.
+struct TensorBytes {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::vector<uint8_t> bytes;
+};
+// The tensors of a .safetensors file, in the file's order.
+std::vector<TensorBytes> read_tensors(const std::string& path);
+// The values of a float32 tensor.
+std::vector<float> f32_values(const TensorBytes& t);
+// Rewrites ckpt/model.safetensors with each tensor replaced by what `edit` returns: none drops
+// it, several write it under each of their names (metadata "format": "pt").
+void rewrite_tensors(const std::string& ckpt, const std::function<std::vector<TensorBytes>(TensorBytes)>& edit);
+
 // Tests that break one thing in a checkpoint: private, editable copies of cached presets.
 class CheckpointTest : public testing::Test {
  protected:
