@@ -8,7 +8,6 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import numpy as np
@@ -19,6 +18,7 @@ sys.path.insert(0, HERE)
 import hf_moe  # noqa: E402
 import hf_reference as ref  # noqa: E402
 import make_tiny_checkpoint as mk  # noqa: E402
+from test_hf_reference import Base as ReferenceBase  # noqa: E402
 
 SCRIPT = os.path.join(HERE, "hf_reference.py")
 PYTHON = sys.executable or "/usr/bin/python3"
@@ -159,14 +159,8 @@ def incremental_moe_logits(cfg, w, tokens, router="family"):
     return np.array(rows)
 
 
-class Base(unittest.TestCase):
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory()
-        self.tmp = self._tmp.name
-        self._n = 0
-
-    def tearDown(self):
-        self._tmp.cleanup()
+class Base(ReferenceBase):
+    """test_hf_reference's temporary folder, with checkpoints of the MoE families."""
 
     def ckpt(self, model_type, extra=None, weights=None, seed=0, edit=None, **kw):
         """Write a tiny checkpoint; returns (dir, config, stored float64 weights).
