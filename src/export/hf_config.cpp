@@ -30,7 +30,8 @@ std::vector<int64_t> token_ids(const json& v, const char* key, const std::string
 std::vector<bool> read_sliding_layers(const json& j, const ConfigReader& r, const HfConfig& c) {
   const size_t n = size_t(c.num_hidden_layers);
   const SlidingLayers rule = c.family->sliding_layers;
-  if (!c.sliding_window) return std::vector<bool>(n, false);
+  // Without a window the layer types still choose Gemma 3's rope base.
+  if (!c.sliding_window && !c.rope_local_theta) return std::vector<bool>(n, false);
   if (rule == SlidingLayers::Every) return std::vector<bool>(n, true);
   std::vector<bool> out(n, false);
   if (rule == SlidingLayers::LayerTypesOrEven && !r.has("layer_types")) {
@@ -107,7 +108,9 @@ std::optional<int64_t> read_window(const ConfigReader& r, const FamilySpec& fami
   constexpr int64_t kBig = int64_t(1) << 31;
   const bool read = family.window == WindowField::Read ||
                     (family.window == WindowField::ReadWhenUsed && r.boolean("use_sliding_window", false));
-  if (!read || (!r.has("sliding_window") && !family.window_default)) return std::nullopt;
+  // An explicit null is transformers' None: no window, whatever the family's default.
+  if (!read || (r.j.contains("sliding_window") && r.j["sliding_window"].is_null())) return std::nullopt;
+  if (!r.has("sliding_window") && !family.window_default) return std::nullopt;
   return r.integer("sliding_window", 1, kBig, family.window_default);
 }
 

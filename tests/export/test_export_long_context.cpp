@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "export/graph_builder.h"
 #include "export/hf_config.h"
@@ -110,6 +111,38 @@ TEST_F(ExportLongContext, SmolLM3WindowSlidesTheLayersWithoutRope) {
     j["use_sliding_window"] = false;
   });
   EXPECT_EQ(layers_of(*exported(c, 64)), json::parse("[1, null, null]"));
+}
+
+// transformers reads "sliding_window": null as None: no window, though Gemma's and Qwen's
+// configs default to 4096 when the field is absent. Gemma 3's sliding layers keep their base.
+TEST(LongContextPresets, AnExplicitNullWindowIsNoWindow) {
+  GraphOptions g;
+  g.max_context = 8192;
+  g.prefill_len = 64;
+  auto build = [&](const char* preset, const std::function<void(json&)>& edit) {
+    json j = json::parse(find_checkpoint_preset(preset).config_json);
+    j["max_position_embeddings"] = 8192;
+    edit(j);
+    return build_program(HfConfig::parse(j, preset), g).spec;
+  };
+  auto thetas = [](const ProgramSpec& spec) {
+    std::vector<double> out;
+    for (const NodeSpec& n : spec.methods[0].nodes)
+      if (n.op == "rope") out.push_back(n.attrs["theta"].get<double>());
+    return out;
+  };
+  const ProgramSpec absent = build("gemma-3-270m", [](json& j) { j.erase("sliding_window"); });
+  EXPECT_EQ(absent.metadata["version"], 2);
+  EXPECT_EQ(absent.metadata["sliding_window"], 4096);
+  const ProgramSpec null = build("gemma-3-270m", [](json& j) { j["sliding_window"] = nullptr; });
+  EXPECT_EQ(null.metadata["version"], 1);
+  EXPECT_FALSE(null.metadata.contains("sliding_window"));
+  const std::vector<double> bases = thetas(null);
+  ASSERT_EQ(bases.size(), 36u);  // q and k of 18 layers
+  EXPECT_EQ(bases, thetas(absent));
+  for (size_t i = 0; i < 36; ++i) EXPECT_EQ(bases[i], i / 2 % 6 == 5 ? 1e6 : 1e4) << i;
+  EXPECT_EQ(build("tiny-qwen2-sw", [](json& j) { j.erase("sliding_window"); }).metadata["sliding_window"], 4096);
+  EXPECT_EQ(build("tiny-qwen2-sw", [](json& j) { j["sliding_window"] = nullptr; }).metadata["version"], 1);
 }
 
 TEST(LongContextPresets, RealShapes) {
