@@ -179,7 +179,7 @@ FamilySpec qwen2_moe_family() {
   return {
       .model_type = "qwen2_moe",
       .architectures = {"Qwen2MoeForCausalLM"},
-      .attention_bias = AttentionBias::AlwaysQkv,
+      .attention_bias = AttentionBias::QkvFromQkvBias,
       .refusals = {{"use_sliding_window", Refusal::When::True, kQwenMoeWindow}},
       .parse = parse_qwen2_moe,
       .experts = ExpertLayout::MlpExperts,

@@ -30,6 +30,7 @@ enum class AttentionBias {
   FromConfig,         // attention_bias covers q/k/v and o_proj (llama)
   FromConfigQkvOnly,  // attention_bias covers q/k/v only (qwen3)
   AlwaysQkv,          // q/k/v always, o_proj never; attention_bias is not read (qwen2)
+  QkvFromQkvBias,     // q/k/v unless qkv_bias is false (default true), o_proj never (qwen2_moe)
 };
 
 // When config.json's sliding_window is read; a family that does not read it has no window.

@@ -71,6 +71,10 @@ void read_attention_bias(const ConfigReader& r, const FamilySpec& family, HfConf
     c.attention_bias = true;
     return;
   }
+  if (family.attention_bias == AttentionBias::QkvFromQkvBias) {
+    c.attention_bias = r.boolean("qkv_bias", true);
+    return;
+  }
   c.attention_bias = r.boolean("attention_bias", false);
   c.o_proj_bias = c.attention_bias && family.attention_bias == AttentionBias::FromConfig;
 }

@@ -148,6 +148,23 @@ TEST(MoeExperts, ExpertsNoTokenChoosesAreNeverComputed) {
   EXPECT_LE(worst_error(got, ref), 1e-4);
 }
 
+// Qwen2MoeConfig's qkv_bias (true by default) false: q/k/v without biases, as the reference
+// reads it; before, the exporter asked for the biases and failed.
+TEST(MoeAttention, Qwen2MoeWithoutQkvBiasMatchesTheReference) {
+  test::TempDir dir("moe-qkv-bias");
+  const std::string ckpt = edited_checkpoint("tiny-qwen2-moe", dir.file("ckpt"), [](std::string&, auto&) {});
+  test::rewrite_tensors(ckpt, [](test::TensorBytes t) {
+    if (t.name.ends_with("_proj.bias")) return std::vector<test::TensorBytes>{};
+    return std::vector{std::move(t)};
+  });
+  nlohmann::json config = nlohmann::json::parse(read_text_file(ckpt + "/config.json"));
+  config["qkv_bias"] = false;
+  test::write_file(ckpt + "/config.json", config.dump());
+  const nlohmann::json ref = test::reference(ckpt, kPrompt, kSteps);
+  const Logits got = run_program(ckpt, dir.file("p.hfs"), ref["greedy_tokens"].get<std::vector<int64_t>>());
+  EXPECT_LE(worst_error(got, ref), 1e-4);
+}
+
 // A quantized moe node has hundreds of operands; the token axis is read from its first only.
 TEST(MoeExperts, AQuantizedMoeMethodKeepsItsTokenAxis) {
   test::TempDir dir("moe-axis");
