@@ -177,10 +177,9 @@ void parse_rope_config(const json& j, HfConfig& c, const std::string& origin) {
     fail(origin, ": config field 'partial_rotary_factor' = ", partial, " gives ", c.rotary_dim,
          " rotary dimensions of head_dim ", c.head_dim, "; an even number of at least 2 is needed");
   // transformers 5's rope_parameters holds the scaling (as it reads them, rope_scaling wins).
-  std::string field;
+  std::string field = "rope_scaling";
   const json* s = r.has("rope_scaling") ? &j["rope_scaling"] : global_rope_parameters(j, field, origin);
   if (!s) return;
-  if (r.has("rope_scaling")) field = "rope_scaling";
   if (!s->is_object()) fail(origin, ": config field '", field, "' = ", quote_json(*s), " is not an object");
   std::string type = scaling_type(*s, field, origin);
   if (type.empty() || type == "default") return;  // same as no scaling
