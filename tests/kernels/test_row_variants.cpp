@@ -1,6 +1,7 @@
 // The named variants of linear and attention compute each row the same whatever rows run with
-// it: a row alone and the same row among others (up to a verification step's 9, with different
-// visible extents) give the same bits. That is what lets a step on active rows equal the whole
+// it: a row alone and the same row among others (40 for linear: whole panels of the blocked
+// multiply and a last one of a few rows; 9, a verification step's, with different visible extents
+// for attention) give the same bits. That is what lets a step on active rows equal the whole
 // chunk, and a step verifying drafted tokens equal the decode steps it replaces.
 #include <gtest/gtest.h>
 
@@ -31,7 +32,7 @@ using LinearFn = void (*)(const float*, int64_t, int64_t, const LinearOutput*, i
 
 TEST(RowVariants, LinearRowsAreTheSameAloneAndTogether) {
   std::mt19937 rng(41);
-  const int64_t rows = 9, in = 576, out = 37;
+  const int64_t rows = 40, in = 576, out = 37;
   const std::vector<float> x = random_floats(rng, size_t(rows * in));
   const test::Stored w16 = test::stored(rng, size_t(out * in), DType::F16);
   const test::Quantized q4 = test::quantize(rng, DType::I4, out, in, 32);
