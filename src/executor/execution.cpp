@@ -119,7 +119,7 @@ void Execution::slice_rows(size_t si, int64_t begin, int64_t end, std::vector<st
         Tensor& t = (*list)[i];
         Shape& cut = slices[next++];
         cut = *t.shape;
-        const size_t axis = cut.size() == 4 ? 2 : 1;
+        const size_t axis = size_t(token_axis(cut));  // the op checks gave every row operand one
         int64_t row_elems = 1;
         for (size_t d = axis + 1; d < cut.size(); ++d) row_elems *= cut[d];
         if (t.data) t.data = static_cast<uint8_t*>(t.data) + size_t(begin * row_elems) * dtype_size(t.dtype);

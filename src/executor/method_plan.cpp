@@ -138,16 +138,6 @@ void Method::mark_sliceable_steps(const Readers& readers) {
   }
 }
 
-namespace {
-// The token axis of a row operand: the second dimension of [1, T] and [1, T, N], the third of
-// a [1, 1, T, C] mask; -1 for another shape.
-int64_t row_count(const Shape& s) {
-  if ((s.size() == 2 || s.size() == 3) && s[0] == 1) return s[1];
-  if (s.size() == 4 && s[0] == 1 && s[1] == 1) return s[2];
-  return -1;
-}
-}  // namespace
-
 void Method::find_token_axis() {
   int64_t rows = 0;
   bool agree = true;
@@ -159,7 +149,9 @@ void Method::find_token_axis() {
         for (size_t i = 0; i < ids->size(); ++i) {
           if (!row_operand(bits, i)) continue;
           step.has_rows = true;
-          const int64_t r = row_count(values_[(*ids)[i]].shape);
+          const Shape& shape = values_[(*ids)[i]].shape;
+          const int axis = token_axis(shape);
+          const int64_t r = axis < 0 ? -1 : shape[size_t(axis)];
           if (r < 1 || (rows && r != rows)) agree = false;
           rows = r;
         }

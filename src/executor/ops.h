@@ -81,6 +81,14 @@ struct OpDef {
 // Whether operand i is a row operand by the bits of OpDef::row_inputs or row_outputs.
 constexpr bool row_operand(uint32_t bits, size_t i) { return i < 32 && (bits >> i & 1) != 0; }
 
+// The token axis of a row operand's shape: the second dimension of [1, T] and [1, T, N], the
+// third of a [1, 1, T, C] mask; -1 for another shape.
+inline int token_axis(const Shape& s) {
+  if ((s.size() == 2 || s.size() == 3) && s[0] == 1) return 1;
+  if (s.size() == 4 && s[0] == 1 && s[1] == 1) return 2;
+  return -1;
+}
+
 const OpDef* find_op(const std::string& name);
 std::vector<std::string> op_names();
 
