@@ -158,9 +158,7 @@ TEST(MoeAttention, Qwen2MoeWithoutQkvBiasMatchesTheReference) {
     if (t.name.ends_with("_proj.bias")) return std::vector<test::TensorBytes>{};
     return std::vector{std::move(t)};
   });
-  nlohmann::json config = nlohmann::json::parse(read_text_file(ckpt + "/config.json"));
-  config["qkv_bias"] = false;
-  test::write_file(ckpt + "/config.json", config.dump());
+  test::CheckpointTest::edit_config(ckpt, [](nlohmann::json& config) { config["qkv_bias"] = false; });
   const nlohmann::json ref = test::reference(ckpt, kPrompt, kSteps);
   const Logits got = run_program(ckpt, dir.file("p.hfs"), ref["greedy_tokens"].get<std::vector<int64_t>>());
   EXPECT_LE(worst_error(got, ref), 1e-4);

@@ -84,13 +84,16 @@ void rewrite_tensors(const std::string& ckpt, const std::function<std::vector<Te
 
 // Tests that break one thing in a checkpoint: private, editable copies of cached presets.
 class CheckpointTest : public testing::Test {
+ public:
+  // Rewrites ckpt/config.json through `edit`.
+  static void edit_config(const std::string& ckpt, const std::function<void(nlohmann::json&)>& edit);
+
  protected:
   explicit CheckpointTest(const std::string& tag) : dir(tag) {}
   TempDir dir;
   int count_ = 0;
 
   std::string checkpoint(const std::string& preset = "tiny");
-  static void edit_config(const std::string& ckpt, const std::function<void(nlohmann::json&)>& edit);
 };
 
 }  // namespace hfstatic::test
