@@ -132,7 +132,9 @@ namespace quant_plain {
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
 namespace hfstatic::kernels::avx512::quant_vnni {
 #define HFSTATIC_QUANT_DPBUSD _mm256_dpbusd_epi32
+#define HFSTATIC_QUANT_DPBUSD512 _mm512_dpbusd_epi32
 #include "kernels/simd_quant_dot.inc"
+#undef HFSTATIC_QUANT_DPBUSD512
 #undef HFSTATIC_QUANT_DPBUSD
 }  // namespace hfstatic::kernels::avx512::quant_vnni
 #pragma GCC pop_options
