@@ -9,12 +9,12 @@
 #   LLAMA_CPP_SRC: a llama.cpp source tree (a fetched snapshot; nothing is downloaded here).
 #   It is built once (llama-bench and llama-quantize, -DGGML_NATIVE=ON) under the work folder;
 #   LLAMA_CPP_COMMIT names its commit in the report when the tree is not a git checkout.
-# Needs build/hfstatic and Debian's /usr/bin/python3 (NumPy); writes under
-# ${TMPDIR:-/tmp}/hfstatic-llama-cpp. Not part of CI. Run it twice, dropping the page cache
-# before each run (docs/performance.md, "Preparation"): the first run times freshly written
-# files, which are only partly in huge pages.
+# Needs build/hfstatic and Debian's /usr/bin/python3 (NumPy; and python3-sentencepiece, which the
+# gguf-py of trees before mid-2025 imports); writes under ${TMPDIR:-/tmp}/hfstatic-llama-cpp.
+# Not part of CI. Run it twice, dropping the page cache before each run (docs/performance.md,
+# "Preparation"): the first run times freshly written files, which are only partly in huge pages.
 set -euo pipefail
-[ $# -ge 1 ] || { sed -n '7,16p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '7,15p' "$0" >&2; exit 2; }
 src=$(cd "$1" && pwd)
 preset=${2:-smollm2-135m}
 threads=${3:-"1 2"}
@@ -23,12 +23,15 @@ tool="$here/build/hfstatic"
 py=/usr/bin/python3
 work="${TMPDIR:-/tmp}/hfstatic-llama-cpp"
 [ -x "$tool" ] || { echo "side_by_side.sh: $tool is missing (scripts/build.sh first)" >&2; exit 1; }
-[ -f "$src/tools/llama-bench/llama-bench.cpp" ] || { echo "side_by_side.sh: $src is not a llama.cpp tree" >&2; exit 1; }
+# llama-bench sits under tools/ since mid-2025 and under examples/ before.
+if [ -f "$src/tools/llama-bench/llama-bench.cpp" ]; then tools_flags=(-DLLAMA_BUILD_EXAMPLES=OFF)
+elif [ -f "$src/examples/llama-bench/llama-bench.cpp" ]; then tools_flags=(-DLLAMA_BUILD_EXAMPLES=ON)
+else echo "side_by_side.sh: $src is not a llama.cpp tree (no tools/ or examples/llama-bench)" >&2; exit 1; fi
 mkdir -p "$work"
 
 if [ ! -x "$work/llama-build/bin/llama-bench" ]; then
   cmake -S "$src" -B "$work/llama-build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
-    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF > "$work/cmake.log"
+    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF "${tools_flags[@]}" -DLLAMA_BUILD_SERVER=OFF > "$work/cmake.log"
   cmake --build "$work/llama-build" -j"$(nproc)" --target llama-bench llama-quantize > "$work/build.log"
 fi
 llama_commit=${LLAMA_CPP_COMMIT:-$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo "(commit unknown)")}
