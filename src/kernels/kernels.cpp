@@ -13,6 +13,10 @@
 #include "kernels/quant.h"
 #include "kernels/simd_common.h"
 
+#ifdef HFSTATIC_X86_SIMD
+#include <cpuid.h>
+#endif
+
 namespace hfstatic::kernels {
 
 // ---- portable scalar kernels: the fallback and the reference of the SIMD tests ---------------
@@ -405,7 +409,11 @@ int64_t float_prefetch_ahead() {
 #ifdef HFSTATIC_X86_SIMD
   static const int64_t ahead = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_is("amd") ? int64_t(1024) : kPrefetchAhead;
+    if (!__builtin_cpu_is("amd")) return kPrefetchAhead;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    __get_cpuid(1, &eax, &ebx, &ecx, &edx);
+    const unsigned base = (eax >> 8) & 0xf, family = base == 0xf ? base + ((eax >> 20) & 0xff) : base;
+    return family >= 26 ? int64_t(8192) : int64_t(1024);
   }();
   return ahead;
 #else

@@ -50,9 +50,10 @@ void for_each_part(const LinearOutput* outputs, int count, Items items, int64_t 
 }
 
 // Bytes ahead of its reads that a matrix-vector product prefetches a weight row's lines: 3 KiB
-// for quantized rows; for float rows float_prefetch_ahead(), 1 KiB on AMD CPUs and 3 KiB on
-// others (the distances measured best on an AMD EPYC and an Intel Xeon host, see
-// docs/log/2026-12-04-quantized-kernels.md).
+// for quantized rows; for float rows float_prefetch_ahead(), 1 KiB on AMD CPUs before family 26,
+// 8 KiB on AMD's family 26 (Zen 5) and 3 KiB on others (the distances measured best on an AMD
+// EPYC Zen 3, a Zen 5 and an Intel Xeon host, see docs/log/2026-12-04-quantized-kernels.md and
+// docs/log/2026-12-06-zen5-512-bit-block-sums.md).
 constexpr int64_t kPrefetchAhead = 3072;
 int64_t float_prefetch_ahead();
 
