@@ -5,6 +5,7 @@
 #include <deque>
 
 #include "executor/method.h"
+#include "kernels/parallel.h"
 #include "kernels/thread_pool.h"
 
 namespace hfstatic {
@@ -156,10 +157,32 @@ Status Execution::run_batch(std::span<Execution* const> batch, ThreadPool* pool)
   lead.plan_batch(batch.size(), pool_threads);
   BatchState& bs = *lead.batch_;
   StepCut cut;
+  std::vector<StepCut> cuts(batch.size());
+  std::vector<Status> statuses(batch.size());
   for (size_t si = 0; si < m.steps_.size(); ++si) {
+    const BatchState::Step& plan = bs.steps[si];
+    if (!plan.batched && few_rows && threads > 1) {
+      // A run of steps that never run batched (the embedding, rope, cache writes, attention,
+      // adds: each execution's own rows and caches) in one parallel region, each execution's
+      // steps on one thread, where its kernels run inline: one region for the run instead of one
+      // per execution and step. Every kernel gives the same bits on one thread as on several.
+      size_t end = si + 1;
+      while (end < m.steps_.size() && !bs.steps[end].batched) ++end;
+      ScopedIdlePrefetch idle(lead.idle_plans_[end - 1]);
+      parallel_for(int64_t(batch.size()), 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b) {
+          kernels::ScopedWorkspace scratch(&batch[size_t(b)]->workspace_);
+          for (size_t s = si; s < end && statuses[size_t(b)].ok(); ++s)
+            statuses[size_t(b)] = batch[size_t(b)]->run_step(s, cuts[size_t(b)]);
+        }
+      });
+      for (const Status& s : statuses)
+        if (!s.ok()) return s;
+      si = end - 1;
+      continue;
+    }
     ScopedIdlePrefetch idle(threads > 1 ? std::span<const PrefetchRange>(lead.idle_plans_[si])
                                         : std::span<const PrefetchRange>());
-    const BatchState::Step& plan = bs.steps[si];
     const size_t sliceable = m.steps_[si].sliceable_output;
     bool batched = plan.batched && few_rows;
     for (Execution* e : batch) batched = batched && (sliceable == SIZE_MAX || e->output_rows_[sliceable].second < 0);
