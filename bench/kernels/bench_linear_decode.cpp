@@ -7,10 +7,11 @@
 // them from memory. Prints a table; not a test.
 //
 //   bench_linear_decode [--threads 1,2] [--reps 7] [--isa avx2] [--only model|shapes|prefill] [--format int4] [--hot 1]
-//                       [--rows B]
+//                       [--rows B] [--prompt-rows N]
 //   (--hot 1: the single-matrix shapes from one copy, in cache: the kernels' compute bound;
 //    --rows B: the decode step's products over B rows on the few-rows variant, as a batched
-//    decode of B sequences runs them)
+//    decode of B sequences runs them; --prompt-rows N: the prefill section over N rows, 128 unless
+//    given)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -47,6 +48,7 @@ const Format kFormats[] = {
 
 bool hot = false;
 int64_t decode_rows = 1;    // --rows
+int64_t prompt_rows = 128;  // --prompt-rows
 std::string format_filter;  // --format: only the formats whose name contains it (float16 always runs)
 bool selected(const Format& f) {
   return f.type == DType::F16 || std::string(f.name).find(format_filter) != std::string::npos;
@@ -252,6 +254,8 @@ int run(int argc, char** argv) {
       decode_rows = std::max<int64_t>(1, std::atoll(v.c_str()));
     } else if (a == "--format") {
       format_filter = v;
+    } else if (a == "--prompt-rows") {
+      prompt_rows = std::max<int64_t>(1, std::atoll(v.c_str()));
     } else if (a == "--only") {
       only = v;
     }
@@ -265,7 +269,7 @@ int run(int argc, char** argv) {
     double f16_seconds = 0;
     if (only != "shapes" && only != "prefill") model(k, pool, reps, read_gbps, &f16_seconds);
     if (only != "model" && only != "prefill") shapes(k, pool, reps, read_gbps);
-    if (only == "prefill" || only.empty()) model(k, pool, std::max(1, reps / 3), read_gbps, &f16_seconds, 128);
+    if (only == "prefill" || only.empty()) model(k, pool, std::max(1, reps / 3), read_gbps, &f16_seconds, prompt_rows);
     std::printf("read pass after: %.2f GB/s\n", probe.read_gbps(3));
   }
   return 0;
