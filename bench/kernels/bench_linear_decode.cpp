@@ -6,9 +6,11 @@
 // multiply, GFLOP/s). The weights cycle through enough copies that every call reads
 // them from memory. Prints a table; not a test.
 //
-//   bench_linear_decode [--threads 1,2] [--reps 7] [--isa avx2] [--only model|shapes|prefill] [--format int4] [--hot 1]
+//   bench_linear_decode [--threads 1,2] [--reps 7] [--isa avx2] [--only model|shapes|prefill|overlap] [--format int4]
+//                       [--hot 1]
 //                       [--rows B] [--prompt-rows N]
 //   (--hot 1: the single-matrix shapes from one copy, in cache: the kernels' compute bound;
+//    --only overlap: each shape in cache and from memory against the serial and overlapped bounds;
 //    --rows B: the decode step's products over B rows on the few-rows variant, as a batched
 //    decode of B sequences runs them; --prompt-rows N: the prefill section over N rows, 128 unless
 //    given)
@@ -187,6 +189,37 @@ void shapes(const kernels::KernelTable& k, ThreadPool& pool, int reps, double re
     }
 }
 
+// Whether a thread computes while its weights stream in: each single-matrix product in cache (one
+// copy) and from memory (copies filling 256 MiB), against the two bounds the read pass gives, the
+// serial one (reading, then computing: 1 / (1 / in cache + 1 / read pass)) and the overlapped one
+// (the slower of the two). overlap: where from memory lies between them, 0% serial, 100% overlapped.
+void overlap(const kernels::KernelTable& k, ThreadPool& pool, int reps, double read_gbps) {
+  const int64_t list[][2] = {{576, 576}, {576, 1536}, {1536, 576}};
+  std::printf("\n%-12s %-10s %10s %10s %10s %10s %8s  (GB/s, %ld row(s))\n", "out x in", "weights", "memory",
+              "in cache", "serial", "overlapped", "overlap", long(decode_rows));
+  for (const auto& [out, in] : list)
+    for (const Format& f : kFormats) {
+      if (!selected(f) || (f.group && in % f.group)) continue;
+      const int64_t one = (dtype_bytes(f.type, in) + (f.group ? in / f.group * 2 : 0)) * out;
+      double gbps[2];
+      for (int cold = 0; cold < 2; ++cold) {
+        const int64_t copies = cold ? std::max<int64_t>(2, (int64_t(256) << 20) / one) : 1;
+        Arena arena;
+        std::vector<std::unique_ptr<Matrix>> m;
+        std::vector<Call> calls;
+        for (int64_t c = 0; c < copies; ++c) {
+          m.push_back(std::make_unique<Matrix>(arena, f, out, in, uint64_t(c + 1)));
+          calls.push_back({{m.back().get()}, 0});
+        }
+        gbps[cold] =
+            double(one) / (run_calls(k, pool, calls, cold ? reps : reps * 20, decode_rows) / double(copies)) / 1e9;
+      }
+      const double serial = 1 / (1 / gbps[0] + 1 / read_gbps), overlapped = std::min(gbps[0], read_gbps);
+      std::printf("%5ldx%-6ld %-10s %10.2f %10.2f %10.2f %10.2f %7.0f%%\n", long(out), long(in), f.name, gbps[1],
+                  gbps[0], serial, overlapped, 100 * (gbps[1] - serial) / (overlapped - serial));
+    }
+}
+
 // The products of a smollm2-135m decode step.
 // prefill_rows > 0: the layers' products (no lm_head) over that many rows, GFLOP/s.
 void model(const kernels::KernelTable& k, ThreadPool& pool, int reps, double read_gbps, double* f16_seconds,
@@ -267,8 +300,9 @@ int run(int argc, char** argv) {
     const double read_gbps = probe.read_gbps(5);
     std::printf("\n== %s, %d thread(s), read pass %.2f GB/s\n", kernels::isa_name(isa), t, read_gbps);
     double f16_seconds = 0;
-    if (only != "shapes" && only != "prefill") model(k, pool, reps, read_gbps, &f16_seconds);
-    if (only != "model" && only != "prefill") shapes(k, pool, reps, read_gbps);
+    if (only != "shapes" && only != "prefill" && only != "overlap") model(k, pool, reps, read_gbps, &f16_seconds);
+    if (only != "model" && only != "prefill" && only != "overlap") shapes(k, pool, reps, read_gbps);
+    if (only == "overlap") overlap(k, pool, reps, read_gbps);
     if (only == "prefill" || only.empty()) model(k, pool, std::max(1, reps / 3), read_gbps, &f16_seconds, prompt_rows);
     std::printf("read pass after: %.2f GB/s\n", probe.read_gbps(3));
   }
