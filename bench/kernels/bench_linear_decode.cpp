@@ -7,10 +7,10 @@
 // them from memory. Prints a table; not a test.
 //
 //   bench_linear_decode [--threads 1,2] [--reps 7] [--isa avx2] [--only model|shapes|prefill|overlap] [--format int4]
-//                       [--hot 1]
-//                       [--rows B] [--prompt-rows N]
+//                       [--hot 1] [--rows B] [--prompt-rows N]
 //   (--hot 1: the single-matrix shapes from one copy, in cache: the kernels' compute bound;
-//    --only overlap: each shape in cache and from memory against the serial and overlapped bounds;
+//    --only overlap: each shape in cache (L2, or L3 where it is larger) and from memory, against
+//    the serial and the overlapped bounds;
 //    --rows B: the decode step's products over B rows on the few-rows variant, as a batched
 //    decode of B sequences runs them; --prompt-rows N: the prefill section over N rows, 128 unless
 //    given)
