@@ -156,28 +156,38 @@ Status Execution::run_batch(std::span<Execution* const> batch, ThreadPool* pool)
   }
   lead.plan_batch(batch.size(), pool_threads);
   BatchState& bs = *lead.batch_;
-  StepCut cut;
   std::vector<StepCut> cuts(batch.size());
   std::vector<Status> statuses(batch.size());
+  // Steps [first, end) of every execution on its own buffers, as run() runs them: `together`, in
+  // one parallel region over the executions, each one's steps on one thread (its kernels inline);
+  // else one execution after another, up to the first error.
+  auto each_execution = [&](size_t first, size_t end, bool together) -> Status {
+    auto run = [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        Status& status = statuses[size_t(b)];
+        kernels::ScopedWorkspace scratch(&batch[size_t(b)]->workspace_);
+        for (size_t s = first; s < end && status.ok(); ++s) status = batch[size_t(b)]->run_step(s, cuts[size_t(b)]);
+        if (!together && !status.ok()) return;
+      }
+    };
+    if (together)
+      parallel_for(int64_t(batch.size()), 1, run);
+    else
+      run(0, int64_t(batch.size()));
+    for (const Status& s : statuses)
+      if (!s.ok()) return s;
+    return {};
+  };
   for (size_t si = 0; si < m.steps_.size(); ++si) {
     const BatchState::Step& plan = bs.steps[si];
     if (!plan.batched && few_rows && threads > 1) {
       // A run of steps that never run batched (the embedding, rope, cache writes, attention,
-      // adds: each execution's own rows and caches) in one parallel region, each execution's
-      // steps on one thread, where its kernels run inline: one region for the run instead of one
-      // per execution and step. Every kernel gives the same bits on one thread as on several.
+      // adds: each execution's own rows and caches) as one region instead of one per execution
+      // and step. Every kernel gives the same bits on one thread as on several.
       size_t end = si + 1;
       while (end < m.steps_.size() && !bs.steps[end].batched) ++end;
       ScopedIdlePrefetch idle(lead.idle_plans_[end - 1]);
-      parallel_for(int64_t(batch.size()), 1, [&](int64_t b0, int64_t b1) {
-        for (int64_t b = b0; b < b1; ++b) {
-          kernels::ScopedWorkspace scratch(&batch[size_t(b)]->workspace_);
-          for (size_t s = si; s < end && statuses[size_t(b)].ok(); ++s)
-            statuses[size_t(b)] = batch[size_t(b)]->run_step(s, cuts[size_t(b)]);
-        }
-      });
-      for (const Status& s : statuses)
-        if (!s.ok()) return s;
+      if (Status s = each_execution(si, end, true); !s.ok()) return s;
       si = end - 1;
       continue;
     }
@@ -187,10 +197,7 @@ Status Execution::run_batch(std::span<Execution* const> batch, ThreadPool* pool)
     bool batched = plan.batched && few_rows;
     for (Execution* e : batch) batched = batched && (sliceable == SIZE_MAX || e->output_rows_[sliceable].second < 0);
     if (!batched) {
-      for (Execution* e : batch) {
-        kernels::ScopedWorkspace scratch(&e->workspace_);
-        if (Status s = e->run_step(si, cut); !s.ok()) return s;
-      }
+      if (Status s = each_execution(si, si + 1, false); !s.ok()) return s;
       continue;
     }
     float* rows = bs.rows.as<float>();
