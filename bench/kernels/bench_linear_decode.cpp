@@ -163,6 +163,24 @@ int64_t bytes_of(const std::vector<Call>& calls) {
   return b;
 }
 
+// Seconds a call of one out x in matrix takes, the fastest of `reps` passes: from one copy (in
+// cache) or through copies filling 256 MiB (each call reads its matrix from memory). *bytes: the
+// matrix's (values + scales).
+double single_matrix_seconds(const kernels::KernelTable& k, ThreadPool& pool, const Format& f, int64_t out, int64_t in,
+                             bool in_cache, int reps, int64_t* bytes) {
+  const int64_t one = (dtype_bytes(f.type, in) + (f.group ? in / f.group * 2 : 0)) * out;
+  const int64_t copies = in_cache ? 1 : std::max<int64_t>(2, (int64_t(256) << 20) / one);
+  Arena arena;
+  std::vector<std::unique_ptr<Matrix>> m;
+  std::vector<Call> calls;
+  for (int64_t c = 0; c < copies; ++c) {
+    m.push_back(std::make_unique<Matrix>(arena, f, out, in, uint64_t(c + 1)));
+    calls.push_back({{m.back().get()}, 0});
+  }
+  *bytes = m[0]->bytes;
+  return run_calls(k, pool, calls, reps, decode_rows) / double(copies);
+}
+
 void shapes(const kernels::KernelTable& k, ThreadPool& pool, int reps, double read_gbps) {
   struct Shape {
     int64_t out, in;
@@ -172,19 +190,10 @@ void shapes(const kernels::KernelTable& k, ThreadPool& pool, int reps, double re
   for (const Shape& s : list)
     for (const Format& f : kFormats) {
       if (!selected(f) || (f.group && s.in % f.group)) continue;
-      // Copies enough to hold 256 MiB: each call reads its matrix from memory.
-      const int64_t one = (dtype_bytes(f.type, s.in) + (f.group ? s.in / f.group * 2 : 0)) * s.out;
-      const int64_t copies = hot ? 1 : std::max<int64_t>(2, (int64_t(256) << 20) / one);
-      Arena arena;
-      std::vector<std::unique_ptr<Matrix>> m;
-      std::vector<Call> calls;
-      for (int64_t c = 0; c < copies; ++c) {
-        m.push_back(std::make_unique<Matrix>(arena, f, s.out, s.in, uint64_t(c + 1)));
-        calls.push_back({{m.back().get()}, 0});
-      }
-      const double t = run_calls(k, pool, calls, reps, decode_rows) / double(copies);
-      const double gbps = double(m[0]->bytes) / t / 1e9;
-      std::printf("%5ldx%-6ld %-10s %8.2f %10.1f %8.2f %7.1f%%\n", long(s.out), long(s.in), f.name, m[0]->bytes / 1e6,
+      int64_t bytes = 0;
+      const double t = single_matrix_seconds(k, pool, f, s.out, s.in, hot, reps, &bytes);
+      const double gbps = double(bytes) / t / 1e9;
+      std::printf("%5ldx%-6ld %-10s %8.2f %10.1f %8.2f %7.1f%%\n", long(s.out), long(s.in), f.name, bytes / 1e6,
                   t * 1e6, gbps, 100 * gbps / read_gbps);
     }
 }
@@ -200,19 +209,11 @@ void overlap(const kernels::KernelTable& k, ThreadPool& pool, int reps, double r
   for (const auto& [out, in] : list)
     for (const Format& f : kFormats) {
       if (!selected(f) || (f.group && in % f.group)) continue;
-      const int64_t one = (dtype_bytes(f.type, in) + (f.group ? in / f.group * 2 : 0)) * out;
-      double gbps[2];
+      double gbps[2];  // in cache, from memory
       for (int cold = 0; cold < 2; ++cold) {
-        const int64_t copies = cold ? std::max<int64_t>(2, (int64_t(256) << 20) / one) : 1;
-        Arena arena;
-        std::vector<std::unique_ptr<Matrix>> m;
-        std::vector<Call> calls;
-        for (int64_t c = 0; c < copies; ++c) {
-          m.push_back(std::make_unique<Matrix>(arena, f, out, in, uint64_t(c + 1)));
-          calls.push_back({{m.back().get()}, 0});
-        }
-        gbps[cold] =
-            double(one) / (run_calls(k, pool, calls, cold ? reps : reps * 20, decode_rows) / double(copies)) / 1e9;
+        int64_t bytes = 0;
+        const double t = single_matrix_seconds(k, pool, f, out, in, !cold, cold ? reps : reps * 20, &bytes);
+        gbps[cold] = double(bytes) / t / 1e9;
       }
       const double serial = 1 / (1 / gbps[0] + 1 / read_gbps), overlapped = std::min(gbps[0], read_gbps);
       std::printf("%5ldx%-6ld %-10s %10.2f %10.2f %10.2f %10.2f %7.0f%%\n", long(out), long(in), f.name, gbps[1],
