@@ -59,8 +59,8 @@ int64_t float_prefetch_ahead();
 
 // The rows x of a matrix-vector group quantized to int8 for the quantized products with groups
 // of `group` inputs: x[r * in + i] ~ value i of row r * scale[r * (groups + 8) + i / group], and
-// offset8 (same layout) = 8 * (the sum of the group's values): what an int4 weight's stored
-// offset of 8 adds to the group's integer dot product. Each row's scales and offsets are padded
+// minus_offset8 (same layout) = -8 * (the sum of the group's values): what takes an int4 weight's
+// stored offset of 8 off the group's integer dot product. Each row's scales and offsets are padded
 // with 8 zeros. The values come twice, each in the order the weights' 32-byte loads meet them
 // (util/quant_layout.h): q8 for int8 weights (in a whole block of 8 groups, load c holds values
 // 4c .. 4c + 3 of each group; the groups after it in order), q4 for int4 weights (in a whole
@@ -70,14 +70,14 @@ struct QuantRows {
   const int8_t* q8 = nullptr;
   const int8_t* q4 = nullptr;
   const float* scale = nullptr;
-  const int32_t* offset8 = nullptr;
+  const int32_t* minus_offset8 = nullptr;
   int64_t in = 0, group = 0;
 };
 
 // x from row `row` on.
 inline QuantRows quant_rows_from(const QuantRows& x, int64_t row) {
   const int64_t scales = x.in / x.group + 8;  // a row's scales and offsets, padded
-  return {x.q8 + row * x.in, x.q4 + row * x.in, x.scale + row * scales, x.offset8 + row * scales, x.in, x.group};
+  return {x.q8 + row * x.in, x.q4 + row * x.in, x.scale + row * scales, x.minus_offset8 + row * scales, x.in, x.group};
 }
 
 // KernelTable::linear_group_first_reads of the SIMD tables: the start of each thread's stretch
