@@ -167,7 +167,7 @@ class Runner:
         """Loads the program at `path` (None: the default program) with `threads` threads (None: all).
 
         Runtime options (None: the environment's setting): isa ('scalar', 'avx2', 'avx2-vnni',
-        'avx512', 'avx512-vnni') caps the kernels' ISA; active_rows, fold_ops, huge_pages, idle_prefetch switch those optimisations;
+        'avx512', 'avx512-vnni', 'avx512-vnni-512') caps the kernels' ISA; active_rows, fold_ops, huge_pages, idle_prefetch switch those optimisations;
         max_buffer_mib bounds the buffers a program may ask for."""
     def generate(
         self,

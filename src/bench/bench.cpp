@@ -419,7 +419,7 @@ BenchResult run_bench(const BenchOptions& o) {
   const MethodCost decode_cost = method_cost(*program, info.decode_method);
 
   const kernels::Isa isa =
-      kernels::best_isa(o.runtime.isa.value_or(kernels::kIsas[std::size(kernels::kIsas) - 1]));  // the methods' kernels
+      o.runtime.isa ? kernels::best_isa(*o.runtime.isa) : kernels::best_isa();  // the methods' kernels
   RunnerOptions runner_options;
   runner_options.threads = threads;
   runner_options.runtime = o.runtime;

@@ -33,7 +33,8 @@ double fma_probe(kernels::Isa isa, int64_t iters) {
     case kernels::Isa::Avx2:
     case kernels::Isa::Avx2Vnni: return avx2::fma_probe(iters);
     case kernels::Isa::Avx512:
-    case kernels::Isa::Avx512Vnni: return avx512::fma_probe(iters);
+    case kernels::Isa::Avx512Vnni:
+    case kernels::Isa::Avx512Vnni512: return avx512::fma_probe(iters);
 #else
     default: break;
 #endif

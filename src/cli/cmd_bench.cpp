@@ -145,7 +145,7 @@ HFSTATIC_COMMAND("bench", "measure prefill/decode throughput against the machine
                  "  --lookup K: greedy -n tokens with prompt lookup of up to K drafts against plain decoding,\n"
                  "  and with drafts that are the greedy continuation (k = 1, 2, 4, 8).\n"
                  "  --batch B: B sequences fed the prompt, then -n decode steps of all B together, against one.\n"
-                 "  HFSTATIC_ISA=scalar|avx2|avx2-vnni|avx512|avx512-vnni caps the kernel ISA;\n"
+                 "  HFSTATIC_ISA=scalar|avx2|avx2-vnni|avx512|avx512-vnni|avx512-vnni-512 caps the kernel ISA;\n"
                  "  HFSTATIC_HUGE_PAGES=0 maps the weights (and the bandwidth buffer) without huge pages.",
                  run_bench_command);
 

@@ -262,7 +262,7 @@ namespace avx2 {
 extern const KernelTable table, vnni_table;
 }
 namespace avx512 {
-extern const KernelTable table, vnni_table;
+extern const KernelTable table, vnni_table, vnni512_table;
 }
 #endif
 
@@ -293,6 +293,19 @@ bool cpu_feature(std::string_view name) {
   return false;
 }
 
+// The CPU's family if it is AMD's, else 0.
+unsigned amd_family() {
+  static const unsigned family = [] {
+    __builtin_cpu_init();
+    if (!__builtin_cpu_is("amd")) return 0u;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    __get_cpuid(1, &eax, &ebx, &ecx, &edx);
+    const unsigned base = (eax >> 8) & 0xf;
+    return base == 0xf ? base + ((eax >> 20) & 0xff) : base;
+  }();
+  return family;
+}
+
 // The features each level adds to the one below it (Avx2Vnni and Avx512 both add to Avx2).
 constexpr const char* kAvx2Features[] = {"avx2", "fma", "f16c"};
 constexpr const char* kAvx512Features[] = {"avx512f", "avx512bw", "avx512dq", "avx512vl"};
@@ -313,6 +326,7 @@ bool cpu_has(Isa isa) {
     case Isa::Avx2Vnni: return cpu_has(Isa::Avx2) && cpu_feature("avxvnni");
     case Isa::Avx512: return cpu_has(Isa::Avx2) && cpu_has_all(kAvx512Features);
     case Isa::Avx512Vnni: return cpu_has(Isa::Avx512) && cpu_feature("avx512vnni");
+    case Isa::Avx512Vnni512: return cpu_has(Isa::Avx512Vnni);
   }
   return false;
 #else
@@ -329,6 +343,7 @@ const char* isa_name(Isa isa) {
     case Isa::Avx2Vnni: return "avx2-vnni";
     case Isa::Avx512: return "avx512";
     case Isa::Avx512Vnni: return "avx512-vnni";
+    case Isa::Avx512Vnni512: return "avx512-vnni-512";
   }
   return "?";
 }
@@ -347,8 +362,8 @@ const char* isa_cpu_features() {
 }
 
 bool isa_supported(Isa isa) {
-  static const bool supported[] = {cpu_has(Isa::Scalar), cpu_has(Isa::Avx2), cpu_has(Isa::Avx2Vnni),
-                                   cpu_has(Isa::Avx512), cpu_has(Isa::Avx512Vnni)};
+  static const bool supported[] = {cpu_has(Isa::Scalar), cpu_has(Isa::Avx2),       cpu_has(Isa::Avx2Vnni),
+                                   cpu_has(Isa::Avx512), cpu_has(Isa::Avx512Vnni), cpu_has(Isa::Avx512Vnni512)};
   static_assert(std::size(supported) == std::size(kIsas));
   return supported[int(isa)];
 }
@@ -359,6 +374,16 @@ Isa best_isa(Isa cap) {
   return isa;
 }
 
+bool isa_splits_512_bit_vectors() {
+#ifdef HFSTATIC_X86_SIMD
+  return amd_family() == 25;
+#else
+  return false;
+#endif
+}
+
+Isa best_isa() { return best_isa(isa_splits_512_bit_vectors() ? Isa::Avx512Vnni : Isa::Avx512Vnni512); }
+
 const KernelTable* kernel_table(Isa isa) {
   if (!isa_supported(isa)) return nullptr;
   switch (isa) {
@@ -368,6 +393,7 @@ const KernelTable* kernel_table(Isa isa) {
     case Isa::Avx2Vnni: return &avx2::vnni_table;
     case Isa::Avx512: return &avx512::table;
     case Isa::Avx512Vnni: return &avx512::vnni_table;
+    case Isa::Avx512Vnni512: return &avx512::vnni512_table;
 #else
     default: return nullptr;
 #endif
@@ -407,14 +433,17 @@ std::vector<PrefetchRange> matvec_first_reads(int64_t rows, int64_t in, const Li
 
 int64_t float_prefetch_ahead() {
 #ifdef HFSTATIC_X86_SIMD
-  static const int64_t ahead = [] {
-    __builtin_cpu_init();
-    if (!__builtin_cpu_is("amd")) return kPrefetchAhead;
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    __get_cpuid(1, &eax, &ebx, &ecx, &edx);
-    const unsigned base = (eax >> 8) & 0xf, family = base == 0xf ? base + ((eax >> 20) & 0xff) : base;
-    return family >= 26 ? int64_t(8192) : int64_t(1024);
-  }();
+  const unsigned family = amd_family();
+  if (family == 0) return kPrefetchAhead;
+  return family >= 26 ? int64_t(8192) : int64_t(1024);
+#else
+  return kPrefetchAhead;
+#endif
+}
+
+int64_t quant_prefetch_ahead() {
+#ifdef HFSTATIC_X86_SIMD
+  static const int64_t ahead = amd_family() == 25 && __builtin_cpu_supports("avx512f") ? 16384 : kPrefetchAhead;
   return ahead;
 #else
   return kPrefetchAhead;

@@ -138,6 +138,7 @@ namespace hfstatic::kernels::avx512::quant_vnni {
 #undef HFSTATIC_QUANT_DPBUSD
 }  // namespace hfstatic::kernels::avx512::quant_vnni
 #pragma GCC pop_options
+#define HFSTATIC_QUANT_WIDE_DOTS  // quant_vnni::quant_matvec_rows_wide: the avx512-vnni-512 table
 
 namespace hfstatic::kernels::avx512 {
 

@@ -25,7 +25,7 @@ def test_each_option_keeps_the_greedy_tokens_and_the_logits_close(tiny_program):
 
 
 def test_bad_options_are_usage_errors_naming_the_argument(tiny_program):
-    with pytest.raises(hfstatic.UsageError, match="isa: 'avx9' is not one of scalar, avx2, avx2-vnni, avx512 or avx512-vnni"):
+    with pytest.raises(hfstatic.UsageError, match="isa: 'avx9' is not one of scalar, avx2, avx2-vnni, avx512, avx512-vnni or avx512-vnni-512"):
         hfstatic.Runner(tiny_program, isa="avx9")
     with pytest.raises(hfstatic.UsageError, match=r"max_buffer_mib: 0 is outside \[1, 1073741824\]"):
         hfstatic.Runner(tiny_program, max_buffer_mib=0)
@@ -46,4 +46,4 @@ def test_the_environment_is_the_default():
     code = "import hfstatic\ntry:\n    hfstatic.Runner()\nexcept hfstatic.UsageError as e:\n    print(e)\n"
     env = dict(os.environ, HFSTATIC_ISA="avx9")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
-    assert "HFSTATIC_ISA='avx9': expected scalar, avx2, avx2-vnni, avx512 or avx512-vnni" in out
+    assert "HFSTATIC_ISA='avx9': expected scalar, avx2, avx2-vnni, avx512, avx512-vnni or avx512-vnni-512" in out
