@@ -122,6 +122,7 @@ __attribute__((always_inline)) inline void transpose(__m512 (&r)[16]) {
 }  // namespace
 
 // The quantized matrix-vector product, plain and with the VNNI dot instruction.
+#define HFSTATIC_QUANT_32_REGISTERS
 namespace quant_plain {
 #include "kernels/simd_quant_dot.inc"
 }  // namespace quant_plain
