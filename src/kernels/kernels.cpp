@@ -441,13 +441,13 @@ int64_t float_prefetch_ahead() {
 #endif
 }
 
-int64_t quant_prefetch_ahead() {
+int64_t quant_prefetch_ahead(DType w_type, int64_t rows) {
 #ifdef HFSTATIC_X86_SIMD
-  static const int64_t ahead = amd_family() == 25 && __builtin_cpu_supports("avx512f") ? 16384 : kPrefetchAhead;
-  return ahead;
-#else
-  return kPrefetchAhead;
+  static const bool zen4 = amd_family() == 25 && __builtin_cpu_supports("avx512f");
+  if (zen4) return w_type == DType::I8 && rows == 1 ? 0 : 16384;
 #endif
+  (void)w_type, (void)rows;
+  return kPrefetchAhead;
 }
 
 const float* RopeTable::cos(const int64_t* positions, int64_t rows, const float* inv_freq, int64_t half, float factor) {

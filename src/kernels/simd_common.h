@@ -51,13 +51,14 @@ void for_each_part(const LinearOutput* outputs, int count, Items items, int64_t 
 
 // Bytes ahead of its reads that a matrix-vector product prefetches a weight row's lines. Float
 // rows: float_prefetch_ahead(), 1 KiB on AMD CPUs before family 26, 8 KiB on AMD's family 26
-// (Zen 5) and kPrefetchAhead (3 KiB) on others. Quantized rows: quant_prefetch_ahead(), 16 KiB on
-// AMD's family 25 with AVX-512 (Zen 4), 3 KiB on others. The distances measured best on an AMD
+// (Zen 5) and kPrefetchAhead (3 KiB) on others. Quantized rows: quant_prefetch_ahead(), 0 for none,
+// on AMD's family 25 with AVX-512 (Zen 4) 16 KiB but none for int8 rows against one input row
+// (the CPU's own prefetcher read those faster), 3 KiB on others. The distances measured best on an AMD
 // EPYC Zen 3, a Zen 4, a Zen 5 and an Intel Xeon host (docs/log/2026-12-04-quantized-kernels.md,
 // docs/log/2026-12-06-zen5-512-bit-block-sums.md, docs/log/2026-12-07-zen4-quantized-decode.md).
 constexpr int64_t kPrefetchAhead = 3072;
 int64_t float_prefetch_ahead();
-int64_t quant_prefetch_ahead();
+int64_t quant_prefetch_ahead(DType w_type, int64_t rows);
 
 // The instructions of the quantized products: vpmaddubsw, the VNNI dot instruction on 256-bit
 // vectors, or on 512-bit blocks (which add their sums in another order).
