@@ -418,8 +418,7 @@ BenchResult run_bench(const BenchOptions& o) {
   const MethodCost prefill_cost = method_cost(*program, info.prefill_method);
   const MethodCost decode_cost = method_cost(*program, info.decode_method);
 
-  const kernels::Isa isa =
-      o.runtime.isa ? kernels::best_isa(*o.runtime.isa) : kernels::best_isa();  // the methods' kernels
+  const kernels::Isa isa = kernels::best_isa(o.runtime.isa);  // the methods' kernels
   RunnerOptions runner_options;
   runner_options.threads = threads;
   runner_options.runtime = o.runtime;

@@ -22,7 +22,7 @@ std::shared_ptr<const Method> Method::load_checked(std::shared_ptr<const Program
   auto m = std::shared_ptr<Method>(new Method());
   m->program_ = program;
   m->spec_ = spec;
-  m->isa_ = options.isa ? kernels::best_isa(*options.isa) : kernels::best_isa();
+  m->isa_ = kernels::best_isa(options.isa);
   m->kernels_ = kernels::kernel_table(m->isa_);
   m->idle_prefetch_ = options.idle_prefetch;
 

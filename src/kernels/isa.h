@@ -6,6 +6,8 @@
 // RuntimeOptions::isa).
 #pragma once
 
+#include <optional>
+
 namespace hfstatic::kernels {
 
 struct KernelTable;  // kernels.h
@@ -25,13 +27,13 @@ const char* isa_name(Isa isa);
 const char* isa_cpu_features();
 // Compiled in and supported by this CPU.
 bool isa_supported(Isa isa);
-// The best supported ISA at or below `cap`.
-Isa best_isa(Isa cap);
-// The default: the best supported ISA, passing over avx512-vnni-512 on a CPU that runs each
-// 512-bit vector instruction as two 256-bit halves (AMD family 25, Zen 4), where 256-bit dot
-// products decode faster (docs/log/2026-12-07-zen4-quantized-decode.md).
-Isa best_isa();
-// Whether this CPU runs 512-bit vector instructions as two 256-bit halves (AMD family 25).
+// The best supported ISA at or below `cap`. With no cap, the default: the best supported ISA,
+// passing over avx512-vnni-512 on a CPU that runs each 512-bit vector instruction as two 256-bit
+// halves (AMD Zen 4), where 256-bit dot products decode faster
+// (docs/log/2026-12-07-zen4-quantized-decode.md).
+Isa best_isa(std::optional<Isa> cap = std::nullopt);
+// Whether this CPU runs 512-bit vector instructions as two 256-bit halves (AMD family 25 with
+// AVX-512: Zen 4).
 bool isa_splits_512_bit_vectors();
 
 // The table of `isa`, or nullptr when it is not supported here.

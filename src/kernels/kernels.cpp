@@ -368,21 +368,20 @@ bool isa_supported(Isa isa) {
   return supported[int(isa)];
 }
 
-Isa best_isa(Isa cap) {
-  Isa isa = cap;
-  while (!isa_supported(isa)) isa = Isa(int(isa) - 1);
-  return isa;
-}
-
 bool isa_splits_512_bit_vectors() {
 #ifdef HFSTATIC_X86_SIMD
-  return amd_family() == 25;
+  static const bool zen4 = amd_family() == 25 && cpu_feature("avx512f");
+  return zen4;
 #else
   return false;
 #endif
 }
 
-Isa best_isa() { return best_isa(isa_splits_512_bit_vectors() ? Isa::Avx512Vnni : Isa::Avx512Vnni512); }
+Isa best_isa(std::optional<Isa> cap) {
+  Isa isa = cap.value_or(isa_splits_512_bit_vectors() ? Isa::Avx512Vnni : Isa::Avx512Vnni512);
+  while (!isa_supported(isa)) isa = Isa(int(isa) - 1);
+  return isa;
+}
 
 const KernelTable* kernel_table(Isa isa) {
   if (!isa_supported(isa)) return nullptr;
@@ -442,11 +441,8 @@ int64_t float_prefetch_ahead() {
 }
 
 int64_t quant_prefetch_ahead(DType w_type, int64_t rows) {
-#ifdef HFSTATIC_X86_SIMD
-  static const bool zen4 = amd_family() == 25 && __builtin_cpu_supports("avx512f");
-  if (zen4) return w_type == DType::I8 && rows == 1 ? 0 : 16384;
-#endif
-  (void)w_type, (void)rows;
+  if (isa_splits_512_bit_vectors())  // Zen 4
+    return w_type == DType::I8 && rows == 1 ? 0 : 16384;
   return kPrefetchAhead;
 }
 
