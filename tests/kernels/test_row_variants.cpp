@@ -1,8 +1,9 @@
 // The named variants of linear and attention compute each row the same whatever rows run with
 // it: a row alone and the same row among others (40 for linear: whole panels of the blocked
 // multiply and a last one of a few rows; 9, a verification step's, with different visible extents
-// for attention) give the same bits. That is what lets a step on active rows equal the whole
-// chunk, and a step verifying drafted tokens equal the decode steps it replaces.
+// for attention) give the same bits, and so do the first n rows of linear run alone (the blocked
+// multiply's tiles of features for few rows, against its panels of rows for many). That is what lets a step on active
+// rows equal the whole chunk, and a step verifying drafted tokens equal the decode steps it replaces.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -37,13 +38,16 @@ TEST(RowVariants, LinearRowsAreTheSameAloneAndTogether) {
   const test::Stored w16 = test::stored(rng, size_t(out * in), DType::F16);
   const test::Quantized q4 = test::quantize(rng, DType::I4, out, in, 32);
   const test::Quantized q8 = test::quantize(rng, DType::I8, out, in, 64);
+  std::vector<float> bias = random_floats(rng, size_t(out));
+  bias[3] = -0.0f;
   for (Isa isa : all_isas())
     for (int threads : {1, 2}) {
       const KernelTable& k = *kernel_table(isa);
       for (LinearFn fn : {k.linear_few_rows, k.linear_many_rows})
-        for (int which = 0; which < 3; ++which) {
+        for (int which = 0; which < 4; ++which) {
           auto output = [&](float* y) -> LinearOutput {
             if (which == 0) return {w16.bytes.data(), DType::F16, out, nullptr, DType::F32, y, {}};
+            if (which == 3) return {w16.bytes.data(), DType::F16, out, bias.data(), DType::F32, y, {}};
             const test::Quantized& m = which == 1 ? q4 : q8;
             return m.output(y);
           };
@@ -57,6 +61,14 @@ TEST(RowVariants, LinearRowsAreTheSameAloneAndTogether) {
             ASSERT_EQ(std::memcmp(alone.data(), together.data() + r * out, alone.size() * sizeof(float)), 0)
                 << isa_name(isa) << " threads=" << threads << (fn == k.linear_few_rows ? " few" : " many")
                 << " weights " << which << " row " << r;
+          }
+          for (int64_t n : {2, 3, 5, 8, 9, 16, 17}) {
+            std::vector<float> first(size_t(n * out));
+            const LinearOutput some = output(first.data());
+            with_threads(threads, [&] { fn(x.data(), n, in, &some, 1, nullptr); });
+            ASSERT_EQ(std::memcmp(first.data(), together.data(), first.size() * sizeof(float)), 0)
+                << isa_name(isa) << " threads=" << threads << (fn == k.linear_few_rows ? " few" : " many")
+                << " weights " << which << " first " << n << " rows";
           }
         }
     }
