@@ -2,8 +2,9 @@
 // it: a row alone and the same row among others (40 for linear: whole panels of the blocked
 // multiply and a last one of a few rows; 9, a verification step's, with different visible extents
 // for attention) give the same bits, and so do the first n rows of linear run alone (the blocked
-// multiply's tiles of features for few rows, against its panels of rows for many). That is what lets a step on active
-// rows equal the whole chunk, and a step verifying drafted tokens equal the decode steps it replaces.
+// multiply's tiles of features for few rows, against its panels of rows for many). That is what
+// lets a step on active rows equal the whole chunk, and a step verifying drafted tokens equal the
+// decode steps it replaces.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -71,6 +72,32 @@ TEST(RowVariants, LinearRowsAreTheSameAloneAndTogether) {
                 << " weights " << which << " first " << n << " rows";
           }
         }
+    }
+}
+
+// Float weights whose rows end inside a vector and inside a block of the blocked multiply (the
+// tiles' last columns partly and wholly past `in`), in each stored type, with a bias.
+TEST(RowVariants, FloatRowsOfAnyLengthAreTheSameInTilesAndPanels) {
+  std::mt19937 rng(43);
+  const int64_t rows = 40, out = 53;
+  for (int64_t in : {100, 131})
+    for (DType wt : {DType::F32, DType::F16, DType::BF16}) {
+      const std::vector<float> x = random_floats(rng, size_t(rows * in));
+      const test::Stored w = test::stored(rng, size_t(out * in), wt);
+      const std::vector<float> bias = random_floats(rng, size_t(out));
+      for (Isa isa : test::simd_isas()) {
+        const KernelTable& k = *kernel_table(isa);
+        std::vector<float> together(size_t(rows * out));
+        const LinearOutput all{w.bytes.data(), wt, out, bias.data(), DType::F32, together.data(), {}};
+        k.linear_many_rows(x.data(), rows, in, &all, 1, nullptr);
+        for (int64_t n : {1, 2, 3, 4, 5, 8}) {
+          std::vector<float> first(size_t(n * out));
+          const LinearOutput some{w.bytes.data(), wt, out, bias.data(), DType::F32, first.data(), {}};
+          k.linear_many_rows(x.data(), n, in, &some, 1, nullptr);
+          ASSERT_EQ(std::memcmp(first.data(), together.data(), first.size() * sizeof(float)), 0)
+              << isa_name(isa) << " in=" << in << " " << dtype_name(wt) << " first " << n << " rows";
+        }
+      }
     }
 }
 
