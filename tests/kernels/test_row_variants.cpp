@@ -76,11 +76,12 @@ TEST(RowVariants, LinearRowsAreTheSameAloneAndTogether) {
 }
 
 // Float weights whose rows end inside a vector and inside a block of the blocked multiply (the
-// tiles' last columns partly and wholly past `in`), in each stored type, with a bias.
+// tiles' last columns partly and wholly past `in`), or span several of the tiles' chunks of k, in
+// each stored type, with a bias.
 TEST(RowVariants, FloatRowsOfAnyLengthAreTheSameInTilesAndPanels) {
   std::mt19937 rng(43);
   const int64_t rows = 40, out = 53;
-  for (int64_t in : {100, 131})
+  for (int64_t in : {100, 131, 2100})
     for (DType wt : {DType::F32, DType::F16, DType::BF16}) {
       const std::vector<float> x = random_floats(rng, size_t(rows * in));
       const test::Stored w = test::stored(rng, size_t(out * in), wt);
