@@ -25,7 +25,7 @@ struct Execution::BatchState {
   int threads = 0;
   std::vector<Step> steps;
   std::deque<Shape> shapes;  // [1, B, N] of the row operands, where the operands point
-  Buffer rows;
+  Buffer rows, resident;
   kernels::Workspace workspace;  // the scratch of the batched steps on B rows
 };
 
@@ -56,7 +56,10 @@ std::string Execution::batch_problem(std::span<Execution* const> batch) {
 // A step runs batched when its rows are independent of each other (a group of linear products,
 // or a row-wise op such as moe, whose rows each choose their experts), each row operand is a
 // float32 [1, 1, N] activation and every other operand a weight: the weights are the same for
-// every execution of the method, and are read once for all of its rows.
+// every execution of the method, and are read once for all of its rows. A step's row operands
+// are copied into `rows` and its results back to each execution, except the values that only
+// batched steps write and read (the gate and up rows the down projection reads): those stay in
+// `resident` from the step that writes them to the last that reads them.
 void Execution::plan_batch(size_t size, int pool_threads) {
   const Method& m = *method_;
   if (!batch_) batch_ = std::make_shared<BatchState>();
@@ -65,64 +68,129 @@ void Execution::plan_batch(size_t size, int pool_threads) {
   bs.method = &m;
   bs.size = size;
   bs.threads = pool_threads;
-  bs.steps.assign(m.steps_.size(), {});
-  bs.shapes.clear();
   constexpr size_t kAlignFloats = 16;
-  size_t rows_floats = 0;
-  std::vector<std::pair<Tensor*, size_t>> placed;  // row operands and their offsets in `rows`
-  for (size_t si = 0; si < m.steps_.size(); ++si) {
+  auto batch_floats = [&](size_t id) {
+    return (size * size_t(m.values_[id].shape[2]) + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+  };
+  // Calls fn(node, operand index, value id, output?) for every operand of step si, a folded
+  // step's linears reading the folded node's input.
+  auto each_operand = [&](size_t si, auto&& fn) {
     const Method::Step& step = m.steps_[si];
-    const size_t body = step.first + (step.folded ? 1 : 0);
-    const OpDef& op = *m.nodes_[body].op;
-    const bool rows_independent = op.takes_linear_fusion ? op.run_group != nullptr : op.row_wise;
-    if (!rows_independent || !op.plan || !step.has_rows) continue;
-    BatchState::Step& plan = bs.steps[si];
-    plan.operands = operands_[si];
-    const size_t placed_before = placed.size();
-    size_t floats = 0;
-    bool batchable = true;
-    // Points operand t (value id) at its rows in the buffer when it is a row operand.
-    auto place = [&](Tensor& t, size_t id, bool row, std::vector<BatchState::Row>& rows) {
-      const Method::Value& v = m.values_[id];
-      if (v.storage == Method::Storage::Folded) return;
-      if (!row) {
-        batchable = batchable && v.storage == Method::Storage::Weight;
-        return;
-      }
-      if (v.dtype != DType::F32 || v.shape.size() != 3 || v.shape[0] != 1 || v.shape[1] != 1) {
-        batchable = false;
-        return;
-      }
-      auto known = std::find_if(rows.begin(), rows.end(), [&](const BatchState::Row& r) { return r.value == id; });
-      size_t offset = floats;
-      if (known != rows.end()) {
-        offset = known->offset;
-      } else {
-        rows.push_back({id, size_t(v.shape[2]), offset});
-        floats += (size * size_t(v.shape[2]) + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
-      }
-      t.shape = &bs.shapes.emplace_back(Shape{1, int64_t(size), v.shape[2]});
-      placed.emplace_back(&t, offset);
-    };
     for (size_t n = 0; n < step.count; ++n) {
       const Method::Node& node = m.nodes_[step.first + n];
-      for (size_t i = 0; i < node.inputs.size(); ++i) {
-        const size_t id = step.folded && n > 0 && i == 0 ? m.nodes_[step.first].inputs[0] : node.inputs[i];
-        place(plan.operands.ins[n][i], id, row_operand(node.op->row_inputs, i), plan.gather);
+      for (size_t i = 0; i < node.inputs.size(); ++i)
+        fn(n, i, step.folded && n > 0 && i == 0 ? m.nodes_[step.first].inputs[0] : node.inputs[i], false);
+      for (size_t i = 0; i < node.outputs.size(); ++i) fn(n, i, node.outputs[i], true);
+    }
+  };
+  struct Placed {
+    Tensor* operand;
+    bool resident;
+    size_t offset;
+  };
+  std::vector<size_t> resident(m.values_.size(), SIZE_MAX);  // offsets in `resident`, SIZE_MAX: none
+  std::vector<Placed> placed;
+  size_t rows_floats = 0;
+  // Plans every step's operands, the values with a resident offset kept there.
+  auto plan_steps = [&] {
+    bs.steps.assign(m.steps_.size(), {});
+    bs.shapes.clear();
+    placed.clear();
+    rows_floats = 0;
+    for (size_t si = 0; si < m.steps_.size(); ++si) {
+      const Method::Step& step = m.steps_[si];
+      const size_t body = step.first + (step.folded ? 1 : 0);
+      const OpDef& op = *m.nodes_[body].op;
+      const bool rows_independent = op.takes_linear_fusion ? op.run_group != nullptr : op.row_wise;
+      if (!rows_independent || !op.plan || !step.has_rows) continue;
+      BatchState::Step& plan = bs.steps[si];
+      plan.operands = operands_[si];
+      const size_t placed_before = placed.size();
+      size_t floats = 0;
+      bool batchable = true;
+      // Points operand t (value id) at its rows in the buffers when it is a row operand.
+      auto place = [&](Tensor& t, size_t id, bool row, std::vector<BatchState::Row>& rows) {
+        const Method::Value& v = m.values_[id];
+        if (v.storage == Method::Storage::Folded) return;
+        if (!row) {
+          batchable = batchable && v.storage == Method::Storage::Weight;
+          return;
+        }
+        if (v.dtype != DType::F32 || v.shape.size() != 3 || v.shape[0] != 1 || v.shape[1] != 1) {
+          batchable = false;
+          return;
+        }
+        t.shape = &bs.shapes.emplace_back(Shape{1, int64_t(size), v.shape[2]});
+        if (resident[id] != SIZE_MAX) {
+          placed.push_back({&t, true, resident[id]});
+          return;
+        }
+        auto known = std::find_if(rows.begin(), rows.end(), [&](const BatchState::Row& r) { return r.value == id; });
+        size_t offset = floats;
+        if (known != rows.end()) {
+          offset = known->offset;
+        } else {
+          rows.push_back({id, size_t(v.shape[2]), offset});
+          floats += batch_floats(id);
+        }
+        placed.push_back({&t, false, offset});
+      };
+      each_operand(si, [&](size_t n, size_t i, size_t id, bool output) {
+        const OpDef& node_op = *m.nodes_[step.first + n].op;
+        if (output)
+          place(plan.operands.outs[n][i], id, row_operand(node_op.row_outputs, i), plan.scatter);
+        else
+          place(plan.operands.ins[n][i], id, row_operand(node_op.row_inputs, i), plan.gather);
+      });
+      if (!batchable) {
+        placed.resize(placed_before);
+        plan = {};
+        continue;
       }
-      for (size_t i = 0; i < node.outputs.size(); ++i)
-        place(plan.operands.outs[n][i], node.outputs[i], row_operand(node.op->row_outputs, i), plan.scatter);
+      plan.batched = true;
+      rows_floats = std::max(rows_floats, floats);
     }
-    if (!batchable) {
-      placed.resize(placed_before);
-      plan = {};
-      continue;
-    }
-    plan.batched = true;
-    rows_floats = std::max(rows_floats, floats);
+  };
+  plan_steps();
+  // The values to keep resident: arena values, not method outputs, written by a batched step
+  // and read by at least one, every step that reads them batched. A step with a sliceable
+  // output may run unbatched (run_batch), so it neither writes nor reads one.
+  std::vector<size_t> writer(m.values_.size(), SIZE_MAX), last_reader(m.values_.size(), SIZE_MAX);
+  std::vector<bool> eligible(m.values_.size());
+  for (size_t id = 0; id < m.values_.size(); ++id) eligible[id] = m.values_[id].storage == Method::Storage::Arena;
+  for (const Method::Output& o : m.outputs_) eligible[o.value] = false;
+  for (size_t si = 0; si < m.steps_.size(); ++si) {
+    const bool batched = bs.steps[si].batched && m.steps_[si].sliceable_output == SIZE_MAX;
+    each_operand(si, [&](size_t, size_t, size_t id, bool output) {
+      if (!batched) eligible[id] = false;
+      (output ? writer[id] : last_reader[id]) = si;
+    });
   }
+  // Offsets in `resident` by first fit over the values' lifetimes, in the order they are written.
+  struct Slot {
+    size_t offset, floats, busy_until;
+  };
+  std::vector<Slot> slots;
+  size_t resident_floats = 0;
+  for (size_t si = 0; si < m.steps_.size(); ++si)
+    each_operand(si, [&](size_t, size_t, size_t id, bool output) {
+      if (!output || !eligible[id] || writer[id] != si || last_reader[id] == SIZE_MAX || resident[id] != SIZE_MAX)
+        return;
+      const size_t floats = batch_floats(id);
+      auto free = std::find_if(slots.begin(), slots.end(),
+                               [&](const Slot& s) { return s.floats >= floats && s.busy_until < si; });
+      if (free == slots.end()) {
+        slots.push_back({resident_floats, floats, 0});
+        resident_floats += floats;
+        free = slots.end() - 1;
+      }
+      free->busy_until = last_reader[id];
+      resident[id] = free->offset;
+    });
+  plan_steps();
   bs.rows = Buffer(HeapAllocator::instance(), std::max<size_t>(rows_floats, 1) * sizeof(float));
-  for (auto [t, offset] : placed) t->data = bs.rows.as<float>() + offset;
+  bs.resident = Buffer(HeapAllocator::instance(), std::max<size_t>(resident_floats, 1) * sizeof(float));
+  for (const Placed& p : placed) p.operand->data = (p.resident ? bs.resident : bs.rows).as<float>() + p.offset;
   kernels::ScratchNeed need;
   for (size_t si = 0; si < m.steps_.size(); ++si) {
     const BatchState::Step& plan = bs.steps[si];
