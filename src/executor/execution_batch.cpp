@@ -54,12 +54,14 @@ std::string Execution::batch_problem(std::span<Execution* const> batch) {
 }
 
 // A step runs batched when its rows are independent of each other (a group of linear products,
-// or a row-wise op such as moe, whose rows each choose their experts), each row operand is a
-// float32 [1, 1, N] activation and every other operand a weight: the weights are the same for
-// every execution of the method, and are read once for all of its rows. A step's row operands
-// are copied into `rows` and its results back to each execution, except the values that only
-// batched steps write and read (the gate and up rows the down projection reads): those stay in
-// `resident` from the step that writes them to the last that reads them.
+// or a row-wise op: a norm, an add, moe, whose rows each choose their experts), each row operand
+// is a float32 [1, 1, N] activation and every other operand a weight: the weights are the same
+// for every execution of the method, and are read once for all of its rows. A step's row
+// operands are copied into `rows` and its results back to each execution, except the values that
+// only batched steps write and read (the residual stream between its adds and the products, the
+// gate and up rows the down projection reads): those stay in `resident` from the step that
+// writes them to the last that reads them, so a batched add costs no copy and no parallel
+// region of its own per execution.
 void Execution::plan_batch(size_t size, int pool_threads) {
   const Method& m = *method_;
   if (!batch_) batch_ = std::make_shared<BatchState>();
@@ -102,7 +104,7 @@ void Execution::plan_batch(size_t size, int pool_threads) {
       const size_t body = step.first + (step.folded ? 1 : 0);
       const OpDef& op = *m.nodes_[body].op;
       const bool rows_independent = op.takes_linear_fusion ? op.run_group != nullptr : op.row_wise;
-      if (!rows_independent || !op.plan || !step.has_rows) continue;
+      if (!rows_independent || !step.has_rows) continue;
       BatchState::Step& plan = bs.steps[si];
       plan.operands = operands_[si];
       const size_t placed_before = placed.size();
@@ -197,10 +199,11 @@ void Execution::plan_batch(size_t size, int pool_threads) {
     if (!plan.batched) continue;
     const Method::Step& step = m.steps_[si];
     const size_t body = step.first + (step.folded ? 1 : 0);
+    const OpDef& op = *m.nodes_[body].op;
+    if (!op.plan) continue;  // its one kernel, no scratch
     const std::span<const std::vector<Tensor>> ins(plan.operands.ins);
     need.merge(
-        m.nodes_[body]
-            .op->plan(*m.kernels_, false, ins.subspan(body - step.first), m.nodes_[body].prepared.get(), step.folded_op)
+        op.plan(*m.kernels_, false, ins.subspan(body - step.first), m.nodes_[body].prepared.get(), step.folded_op)
             .scratch);
   }
   bs.workspace.reserve(need, pool_threads);
@@ -249,9 +252,9 @@ Status Execution::run_batch(std::span<Execution* const> batch, ThreadPool* pool)
   for (size_t si = 0; si < m.steps_.size(); ++si) {
     const BatchState::Step& plan = bs.steps[si];
     if (!plan.batched && few_rows && threads > 1) {
-      // A run of steps that never run batched (the embedding, rope, cache writes, attention,
-      // adds: each execution's own rows and caches) as one region instead of one per execution
-      // and step. Every kernel gives the same bits on one thread as on several.
+      // A run of steps that never run batched (the embedding, rope, cache writes, attention:
+      // each execution's own rows and caches) as one region instead of one per execution and
+      // step. Every kernel gives the same bits on one thread as on several.
       size_t end = si + 1;
       while (end < m.steps_.size() && !bs.steps[end].batched) ++end;
       ScopedIdlePrefetch idle(lead.idle_plans_[end - 1]);
