@@ -57,6 +57,12 @@ void for_each_part(const LinearOutput* outputs, int count, Items items, int64_t 
 // EPYC Zen 3, a Zen 4, a Zen 5 and an Intel Xeon host (docs/log/2026-12-04-quantized-kernels.md,
 // docs/log/2026-12-06-zen5-512-bit-block-sums.md, docs/log/2026-12-07-zen4-quantized-decode.md).
 constexpr int64_t kPrefetchAhead = 3072;
+// The cache lines of bytes [p, p + bytes), prefetched for reading: kLocality 2 into L2, 3 into L1.
+template <int kLocality = 2>
+__attribute__((always_inline)) inline void prefetch_lines(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b, 0, kLocality);
+}
 int64_t float_prefetch_ahead();
 int64_t quant_prefetch_ahead(DType w_type, int64_t rows);
 
