@@ -157,7 +157,7 @@ void Execution::plan_batch(size_t size, int pool_threads) {
   // The values to keep resident: arena values, not method outputs, written by a batched step
   // and read by at least one, every step that reads them batched. A step with a sliceable
   // output may run unbatched (run_batch), so it neither writes nor reads one.
-  std::vector<size_t> writer(m.values_.size(), SIZE_MAX), last_reader(m.values_.size(), SIZE_MAX);
+  std::vector<size_t> last_reader(m.values_.size(), SIZE_MAX);
   std::vector<bool> eligible(m.values_.size());
   for (size_t id = 0; id < m.values_.size(); ++id) eligible[id] = m.values_[id].storage == Method::Storage::Arena;
   for (const Method::Output& o : m.outputs_) eligible[o.value] = false;
@@ -165,10 +165,11 @@ void Execution::plan_batch(size_t size, int pool_threads) {
     const bool batched = bs.steps[si].batched && m.steps_[si].sliceable_output == SIZE_MAX;
     each_operand(si, [&](size_t, size_t, size_t id, bool output) {
       if (!batched) eligible[id] = false;
-      (output ? writer[id] : last_reader[id]) = si;
+      if (!output) last_reader[id] = si;
     });
   }
-  // Offsets in `resident` by first fit over the values' lifetimes, in the order they are written.
+  // Offsets in `resident` by first fit over the values' lifetimes, in the order they are written
+  // (each value once: Method::load refuses a value produced twice).
   struct Slot {
     size_t offset, floats, busy_until;
   };
@@ -176,8 +177,7 @@ void Execution::plan_batch(size_t size, int pool_threads) {
   size_t resident_floats = 0;
   for (size_t si = 0; si < m.steps_.size(); ++si)
     each_operand(si, [&](size_t, size_t, size_t id, bool output) {
-      if (!output || !eligible[id] || writer[id] != si || last_reader[id] == SIZE_MAX || resident[id] != SIZE_MAX)
-        return;
+      if (!output || !eligible[id] || last_reader[id] == SIZE_MAX) return;
       const size_t floats = batch_floats(id);
       auto free = std::find_if(slots.begin(), slots.end(),
                                [&](const Slot& s) { return s.floats >= floats && s.busy_until < si; });
