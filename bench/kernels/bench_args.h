@@ -9,11 +9,11 @@
 namespace hfstatic::bench_args {
 
 // "1,2" -> {1, 2}.
-inline std::vector<int> thread_list(const std::string& v) {
-  std::vector<int> threads;
+inline std::vector<int> int_list(const std::string& v) {
+  std::vector<int> values;
   for (size_t p = 0; p < v.size(); p = v.find(',', p) == std::string::npos ? v.size() : v.find(',', p) + 1)
-    threads.push_back(std::atoi(v.c_str() + p));
-  return threads;
+    values.push_back(std::atoi(v.c_str() + p));
+  return values;
 }
 
 // An ISA by name (kernels::isa_name; any other: the highest): the best ISA this CPU runs at or

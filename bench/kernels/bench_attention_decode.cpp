@@ -3,7 +3,7 @@
 // at several visible lengths, each of 30 layers with its own caches (as a decode step reads them).
 // Prints a table; not a test.
 //
-//   bench_attention_decode [--threads 1,2] [--reps 20] [--isa avx2]
+//   bench_attention_decode [--threads 1,2] [--visible 128,512,1024,2048] [--reps 20] [--isa avx2]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -70,13 +70,15 @@ double time_layers(const kernels::KernelTable& k, ThreadPool& pool, const Layout
 }
 
 int run(int argc, char** argv) {
-  std::vector<int> threads = {1, 2};
+  std::vector<int> threads = {1, 2}, visibles = {128, 512, 1024, 2048};
   int reps = 20;
   kernels::Isa isa = kernels::best_isa();
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--threads") {
-      threads = bench_args::thread_list(v);
+      threads = bench_args::int_list(v);
+    } else if (a == "--visible") {
+      visibles = bench_args::int_list(v);
     } else if (a == "--reps") {
       reps = std::max(1, std::atoi(v.c_str()));
     } else if (a == "--isa") {
@@ -88,12 +90,15 @@ int run(int argc, char** argv) {
     ThreadPool pool(t);
     std::printf("\n== %s, %d thread(s): us a layer (fastest pass of %d over %d layers)\n", kernels::isa_name(isa), t,
                 reps, kLayers);
-    std::printf("%-14s %-8s %8s %8s %8s %8s\n", "layout", "cache", "128", "512", "1024", "2048");
+    std::printf("%-14s %-8s", "layout", "cache");
+    for (int visible : visibles) std::printf(" %8d", visible);
+    std::printf("\n");
     for (const Layout& l : kLayouts)
       for (DType cache : {DType::F16, DType::F32}) {
         std::printf("%-14s %-8s", l.name, dtype_name(cache));
-        for (int64_t visible : {128, 512, 1024, 2048})
-          std::printf(" %8.2f", time_layers(k, pool, l, cache, visible, 2048, reps) * 1e6 / kLayers);
+        for (int visible : visibles)
+          std::printf(" %8.2f",
+                      time_layers(k, pool, l, cache, std::clamp(visible, 1, 2048), 2048, reps) * 1e6 / kLayers);
         std::printf("\n");
       }
   }

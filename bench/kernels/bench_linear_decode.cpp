@@ -277,7 +277,7 @@ int run(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--threads") {
-      threads = bench_args::thread_list(v);
+      threads = bench_args::int_list(v);
     } else if (a == "--reps") {
       reps = std::atoi(v.c_str());
     } else if (a == "--isa") {

@@ -41,9 +41,7 @@ void prefetch_while(const PrefetchRange& range, KeepGoing&& keep_going) {
 }
 }  // namespace
 
-ThreadPool::ThreadPool(int threads)
-    : stretches_(new Stretch[size_t(std::clamp(threads, 1, kMaxThreads))]),
-      idle_(new PrefetchRange[size_t(std::clamp(threads, 1, kMaxThreads))]) {
+ThreadPool::ThreadPool(int threads) : stretches_(new Stretch[size_t(std::clamp(threads, 1, kMaxThreads))]) {
   if (threads > kMaxThreads) fail(threads, " threads requested; at most ", kMaxThreads, " are supported");
   workers_.reserve(size_t(std::max(0, threads - 1)));
   for (int i = 1; i < std::max(1, threads); ++i) {
@@ -61,8 +59,8 @@ ThreadPool::~ThreadPool() { stop_workers(); }
 void ThreadPool::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stopping_.store(true, std::memory_order_release);
-    generation_.fetch_add(1, std::memory_order_release);
+    job_.stopping.store(true, std::memory_order_release);
+    job_.generation.fetch_add(1, std::memory_order_release);
   }
   start_cv_.notify_all();
   for (auto& w : workers_) w.join();
@@ -100,39 +98,39 @@ void ThreadPool::run(int64_t n, int64_t grain, const std::function<void(int64_t,
     fn(0, n);
     return;
   }
-  job_ = &fn;
-  job_workspace_ = kernels::detail::installed_workspace();
-  job_n_ = n;
-  job_grain_ = grain;
+  job_.fn = &fn;
+  job_.workspace = kernels::detail::installed_workspace();
+  job_.n = n;
+  job_.grain = grain;
   const int64_t blocks = n / grain;  // the last block takes the remainder
   const int parts = threads();
-  job_blocks_ = blocks;
+  job_.blocks = blocks;
   for (int t = 0; t < parts; ++t) {  // published by the generation increment
     const auto [b, e] = stretch(blocks, parts, t);
     stretches_[size_t(t)].blocks.store(pack(b, e), std::memory_order_relaxed);
-    idle_[size_t(t)] = size_t(t) < idle.size() ? idle[size_t(t)] : PrefetchRange{};
+    stretches_[size_t(t)].idle = size_t(t) < idle.size() ? idle[size_t(t)] : PrefetchRange{};
   }
   // Every worker acknowledges every job (those without a chunk too), so none can still be
   // reading this job's fields when the next one is posted.
   pending_.store(threads() - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_seq_cst);
-  if (sleeping_.load(std::memory_order_seq_cst) > 0) {
+  job_.generation.fetch_add(1, std::memory_order_seq_cst);
+  if (job_.sleeping.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lock(mutex_);  // pairs with the sleeper's check under mutex_
     start_cv_.notify_all();
   }
   run_chunks(0);
-  prefetch_while(idle_[0], [&] { return pending_.load(std::memory_order_acquire) != 0; });
+  prefetch_while(stretches_[0].idle, [&] { return pending_.load(std::memory_order_acquire) != 0; });
   for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins < 4096)
       HFSTATIC_PAUSE();
     else
       std::this_thread::yield();  // a worker may be descheduled (more threads than cores)
   }
-  job_ = nullptr;
+  job_.fn = nullptr;
 }
 
 void ThreadPool::run_blocks(int64_t begin, int64_t end) {
-  (*job_)(begin * job_grain_, end == job_blocks_ ? job_n_ : end * job_grain_);
+  (*job_.fn)(begin * job_.grain, end == job_.blocks ? job_.n : end * job_.grain);
 }
 
 // Halving keeps the owner's chunks few and long while leaving the tail of its stretch to a
@@ -168,11 +166,11 @@ void ThreadPool::worker_loop(int slot) {
   uint64_t seen = 0;  // the generation when the pool was made: a job posted before this thread
                       // first runs is still seen as new
   while (true) {
-    uint64_t g = generation_.load(std::memory_order_acquire);
+    uint64_t g = job_.generation.load(std::memory_order_acquire);
     if (g == seen) {
       auto until = std::chrono::steady_clock::now() + kSpin;
       int spins = 0;
-      while ((g = generation_.load(std::memory_order_acquire)) == seen) {
+      while ((g = job_.generation.load(std::memory_order_acquire)) == seen) {
         if (++spins < 4096) {
           HFSTATIC_PAUSE();
           continue;
@@ -182,21 +180,22 @@ void ThreadPool::worker_loop(int slot) {
       }
       if (g == seen) {
         std::unique_lock<std::mutex> lock(mutex_);
-        sleeping_.fetch_add(1, std::memory_order_seq_cst);
-        start_cv_.wait(lock, [&] { return stopping_.load() || generation_.load(std::memory_order_seq_cst) != seen; });
-        sleeping_.fetch_sub(1, std::memory_order_relaxed);
-        g = generation_.load(std::memory_order_acquire);
+        job_.sleeping.fetch_add(1, std::memory_order_seq_cst);
+        start_cv_.wait(lock,
+                       [&] { return job_.stopping.load() || job_.generation.load(std::memory_order_seq_cst) != seen; });
+        job_.sleeping.fetch_sub(1, std::memory_order_relaxed);
+        g = job_.generation.load(std::memory_order_acquire);
       }
     }
     seen = g;
-    if (stopping_.load(std::memory_order_acquire)) return;
+    if (job_.stopping.load(std::memory_order_acquire)) return;
     {
-      const kernels::detail::WorkerScratch scratch(job_workspace_, slot);
+      const kernels::detail::WorkerScratch scratch(job_.workspace, slot);
       run_chunks(slot);
     }
-    const PrefetchRange idle = idle_[size_t(slot)];  // the next job may overwrite it once we are done
+    const PrefetchRange idle = stretches_[size_t(slot)].idle;  // the next job may overwrite it once we are done
     pending_.fetch_sub(1, std::memory_order_acq_rel);
-    prefetch_while(idle, [&] { return generation_.load(std::memory_order_relaxed) == seen; });
+    prefetch_while(idle, [&] { return job_.generation.load(std::memory_order_relaxed) == seen; });
   }
 }
 

@@ -48,11 +48,21 @@ class ThreadPool {
 
  private:
   void stop_workers();
-  // A thread's stretch of the current job, in grains: [begin, end) packed as begin << 32 | end.
+  // A thread's stretch of the current job, in grains: [begin, end) packed as begin << 32 | end,
+  // and what it prefetches once it has no chunk left: the line a worker takes its work from.
   struct alignas(64) Stretch {
     std::atomic<uint64_t> blocks{0};
+    PrefetchRange idle;
   };
-
+  // What the calling thread posts, on the line a worker spins on: the job and its generation.
+  struct alignas(64) Job {
+    std::atomic<uint64_t> generation{0};
+    const std::function<void(int64_t, int64_t)>* fn = nullptr;
+    kernels::Workspace* workspace = nullptr;  // the caller's: each thread uses its slot
+    int64_t n = 0, grain = 1, blocks = 0;
+    std::atomic<int> sleeping{0};
+    std::atomic<bool> stopping{false};
+  };
   void worker_loop(int slot);
   void run_chunks(int slot);  // walks the slot's stretch, then takes from the others' ends
   void run_blocks(int64_t begin, int64_t end);
@@ -61,17 +71,9 @@ class ThreadPool {
   std::mutex run_mutex_;  // one run at a time
   std::mutex mutex_;      // pairs sleeping workers with the wake-up
   std::condition_variable start_cv_;
-  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
-  kernels::Workspace* job_workspace_ = nullptr;  // the caller's: each thread uses its slot
-  int64_t job_n_ = 0;
-  int64_t job_grain_ = 1;
-  int64_t job_blocks_ = 0;
-  std::unique_ptr<Stretch[]> stretches_;   // one per thread; slot 0 is the calling thread
-  std::unique_ptr<PrefetchRange[]> idle_;  // the current job's, one per thread
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
-  std::atomic<int> sleeping_{0};
-  std::atomic<bool> stopping_{false};
+  Job job_;
+  std::unique_ptr<Stretch[]> stretches_;     // one per thread; slot 0 is the calling thread
+  alignas(64) std::atomic<int> pending_{0};  // workers yet to finish the job, on a line of its own
 };
 
 }  // namespace hfstatic
