@@ -1,6 +1,7 @@
 #include "bench/bench.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -168,8 +169,24 @@ double fma_peak_gflops(ThreadPool* pool, int runs, kernels::Isa isa) {
   return best;
 }
 
+double region_handover_us(ThreadPool* pool, int regions, int passes) {
+  if (!pool || pool->threads() < 2) return 0;
+  ScopedThreadPool scope(pool);
+  std::atomic<int64_t> items{0};
+  double best = 1e30;
+  for (int p = 0; p < passes; ++p) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < regions; ++i)
+      parallel_for(pool->threads(), 1,
+                   [&](int64_t b, int64_t e) { items.fetch_add(e - b, std::memory_order_relaxed); });
+    best = std::min(best, seconds_since(t0));
+  }
+  return best / regions * 1e6;
+}
+
 PeakResult measure_peak(ThreadPool* pool, kernels::Isa isa) {
   PeakResult r;
+  r.region_us = region_handover_us(pool, 2000, 10);
   r.isa = kernels::isa_name(isa);
   r.fma_gflops = fma_peak_gflops(pool, 50, isa);
   const kernels::KernelTable& k = *kernels::kernel_table(isa);
@@ -372,6 +389,7 @@ void add_ceilings(json& j, ModelRun& run, kernels::Isa isa, int threads, double 
                   {"bandwidth_huge_page_fraction", optional_json(probe.huge_page_fraction())},
                   {"fma_gflops", peak.fma_gflops},
                   {"gemm_in_cache_gflops", peak.gemm_gflops},
+                  {"region_handover_us", peak.region_us},
                   {"isa", peak.isa}};
   double unused_cpu = 0;
   if (j.contains("tg")) {

@@ -52,6 +52,7 @@ class BandwidthProbe {
 struct PeakResult {
   double fma_gflops = 0;   // independent FMAs on registers: the single-precision peak
   double gemm_gflops = 0;  // the library's linear kernel on an in-cache problem
+  double region_us = 0;    // region_handover_us: what each parallel region of a step pays
   std::string isa;
 };
 // With the vectors and kernels of `isa` (supported by this CPU).
@@ -59,6 +60,10 @@ PeakResult measure_peak(ThreadPool* pool, kernels::Isa isa);
 // Best of `runs` short runs of independent FMAs on every thread of `pool` (none: one thread),
 // GFLOP/s with the vectors of `isa`: measure_peak's fma_gflops, which takes 50.
 double fma_peak_gflops(ThreadPool* pool, int runs, kernels::Isa isa);
+// Microseconds a parallel region with nothing to do costs on `pool` (every thread takes one
+// item), the fastest of `passes` passes of `regions`: the hand-over between the cores, which a
+// shared host makes 3-4x dearer in some phases than in others. 0 with one thread.
+double region_handover_us(ThreadPool* pool, int regions, int passes);
 
 // ---- cost model ---------------------------------------------------------------------------
 

@@ -128,10 +128,13 @@ int run_bench_command(const std::vector<std::string>& argv) {
     const auto& mc = j["machine"];
     std::printf(
         "machine  read %.2f GB/s, triad %.2f GB/s (%.0f MiB buffer, %s in 2 MiB pages); "
-        "FMA peak %.1f GFLOP/s (%s), in-cache matmul %.1f GFLOP/s\n",
+        "FMA peak %.1f GFLOP/s (%s), in-cache matmul %.1f GFLOP/s",
         mc["read_gbps"].get<double>(), mc["triad_gbps"].get<double>(), mc["bandwidth_bytes"].get<double>() / (1 << 20),
         percent_or_unknown(mc["bandwidth_huge_page_fraction"]).c_str(), mc["fma_gflops"].get<double>(),
         mc["isa"].get<std::string>().c_str(), mc["gemm_in_cache_gflops"].get<double>());
+    if (mc["threads"].get<int64_t>() > 1)
+      std::printf(", parallel region %.2f us", mc["region_handover_us"].get<double>());
+    std::printf("\n");
   }
   return kExitOk;
 }

@@ -7,6 +7,7 @@
 #include "bench/bench.h"
 #include "format/program.h"
 #include "kernels/isa.h"
+#include "kernels/thread_pool.h"
 #include "test_support.h"
 #include "util/error.h"
 
@@ -64,6 +65,7 @@ TEST(Bench, ReportsThroughputCeilingsAndRatiosThatAgree) {
   const json& mc = j["machine"];
   EXPECT_GT(mc["read_gbps"].get<double>(), 0);
   EXPECT_GT(mc["fma_gflops"].get<double>(), 0);
+  EXPECT_GT(mc["region_handover_us"].get<double>(), 0);  // two threads hand each region over
   EXPECT_NEAR(tg["fraction_of_bandwidth"].get<double>(), tg["gbps"].get<double>() / mc["read_gbps"].get<double>(),
               1e-9);
   EXPECT_NEAR(pp["fraction_of_peak"].get<double>(), pp["gflops"].get<double>() / mc["fma_gflops"].get<double>(), 1e-9);
@@ -81,6 +83,13 @@ TEST(Bench, ReportsThroughputCeilingsAndRatiosThatAgree) {
   const json& mem = j["memory"];
   EXPECT_GT(mem["peak_rss_bytes"].get<double>(), mem["weights_plus_caches_bytes"].get<double>() * 0.5);
   EXPECT_EQ(mem["within_budget"].get<bool>(), mem["peak_rss_bytes"].get<double>() <= mem["budget_bytes"].get<double>());
+}
+
+TEST(Bench, ARegionsHandOverCostsNothingOnOneThread) {
+  EXPECT_EQ(bench::region_handover_us(nullptr, 10, 1), 0.0);
+  ThreadPool one(1), two(2);
+  EXPECT_EQ(bench::region_handover_us(&one, 10, 1), 0.0);
+  EXPECT_GT(bench::region_handover_us(&two, 10, 2), 0.0);
 }
 
 TEST(Bench, WithoutCeilingsThereAreNoRatios) {
