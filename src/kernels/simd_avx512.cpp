@@ -140,6 +140,7 @@ namespace hfstatic::kernels::avx512::quant_vnni {
 }  // namespace hfstatic::kernels::avx512::quant_vnni
 #pragma GCC pop_options
 #define HFSTATIC_QUANT_WIDE_DOTS  // quant_vnni::quant_matvec_rows_wide: the avx512-vnni-512 table
+#define HFSTATIC_QUANTIZE_512     // quantize_row's whole blocks of groups of 32 on 512-bit vectors
 
 namespace hfstatic::kernels::avx512 {
 
