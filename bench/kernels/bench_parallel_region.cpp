@@ -4,7 +4,6 @@
 //
 //   bench_parallel_region [--threads 2,4] [--regions 100000] [--passes 5]
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -16,20 +15,6 @@
 
 namespace hfstatic {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Microseconds a region of the fastest of `passes` passes of `regions` regions running fn.
-template <typename Fn>
-double per_region(int regions, int passes, Fn&& fn) {
-  double best = 1e30;
-  for (int p = 0; p < passes; ++p) {
-    const auto t0 = Clock::now();
-    for (int i = 0; i < regions; ++i) fn();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return best / regions * 1e6;
-}
 
 int run(int argc, char** argv) {
   std::vector<int> threads = {2};
@@ -50,13 +35,13 @@ int run(int argc, char** argv) {
     ScopedThreadPool scope(&pool);
     const double empty = bench::region_handover_us(&pool, regions, passes);
     // Each item ~1 us of dependent additions on its thread.
-    const double work = per_region(regions / 10, passes, [&] {
+    const double work = bench::fastest_us_per_call(std::max(1, regions / 10), passes, [&] {
       parallel_for(pool.threads(), 1, [&](int64_t b, int64_t e) {
         volatile double x = 0;
         for (int64_t k = 0; k < (e - b) * 300; ++k) x = x + 1.0;
       });
     });
-    const double alone = per_region(regions / 10, passes, [&] {
+    const double alone = bench::fastest_us_per_call(std::max(1, regions / 10), passes, [&] {
       volatile double x = 0;
       for (int k = 0; k < 300; ++k) x = x + 1.0;
     });

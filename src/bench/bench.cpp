@@ -173,15 +173,9 @@ double region_handover_us(ThreadPool* pool, int regions, int passes) {
   if (!pool || pool->threads() < 2) return 0;
   ScopedThreadPool scope(pool);
   std::atomic<int64_t> items{0};
-  double best = 1e30;
-  for (int p = 0; p < passes; ++p) {
-    auto t0 = Clock::now();
-    for (int i = 0; i < regions; ++i)
-      parallel_for(pool->threads(), 1,
-                   [&](int64_t b, int64_t e) { items.fetch_add(e - b, std::memory_order_relaxed); });
-    best = std::min(best, seconds_since(t0));
-  }
-  return best / regions * 1e6;
+  return fastest_us_per_call(regions, passes, [&] {
+    parallel_for(pool->threads(), 1, [&](int64_t b, int64_t e) { items.fetch_add(e - b, std::memory_order_relaxed); });
+  });
 }
 
 PeakResult measure_peak(ThreadPool* pool, kernels::Isa isa) {

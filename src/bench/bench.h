@@ -2,6 +2,8 @@
 // and the machine ceilings it is judged against (memory bandwidth, FMA peak), with a cost model
 // of a program's methods (bytes a decode step reads, FLOPs a prefill performs).
 #pragma once
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -60,6 +62,17 @@ PeakResult measure_peak(ThreadPool* pool, kernels::Isa isa);
 // Best of `runs` short runs of independent FMAs on every thread of `pool` (none: one thread),
 // GFLOP/s with the vectors of `isa`: measure_peak's fma_gflops, which takes 50.
 double fma_peak_gflops(ThreadPool* pool, int runs, kernels::Isa isa);
+// Microseconds a call of fn takes in the fastest of `passes` passes of `calls` calls.
+template <typename Fn>
+double fastest_us_per_call(int calls, int passes, Fn&& fn) {
+  double best = 1e30;
+  for (int p = 0; p < passes; ++p) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) fn();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best / calls * 1e6;
+}
 // Microseconds a parallel region with nothing to do costs on `pool` (every thread takes one
 // item), the fastest of `passes` passes of `regions`: the hand-over between the cores, which a
 // shared host makes 3-4x dearer in some phases than in others. 0 with one thread.
