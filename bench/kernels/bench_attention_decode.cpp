@@ -5,13 +5,13 @@
 //
 //   bench_attention_decode [--threads 1,2] [--visible 128,512,1024,2048] [--reps 20] [--isa avx2]
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "bench/bench.h"
 #include "bench_args.h"
 #include "kernels/isa.h"
 #include "kernels/kernels.h"
@@ -21,8 +21,6 @@
 
 namespace hfstatic {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct Layout {
   const char* name;
@@ -58,15 +56,11 @@ double time_layers(const kernels::KernelTable& k, ThreadPool& pool, const Layout
   std::vector<float> mask(size_t(max_context), -std::numeric_limits<float>::infinity());
   std::fill(mask.begin(), mask.begin() + visible, 0.0f);
   ScopedThreadPool scope(&pool);
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = Clock::now();
-    for (int layer = 0; layer < kLayers; ++layer)
-      k.attention(q.data(), 1, l.heads, l.kv_heads, l.head_dim, k_caches[size_t(layer)].data(),
-                  v_caches[size_t(layer)].data(), cache, max_context, mask.data(), 0.125f, 0.0f, out.data());
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return best;
+  return 1e-6 * bench::fastest_us_per_call(1, reps, [&] {
+           for (int layer = 0; layer < kLayers; ++layer)
+             k.attention(q.data(), 1, l.heads, l.kv_heads, l.head_dim, k_caches[size_t(layer)].data(),
+                         v_caches[size_t(layer)].data(), cache, max_context, mask.data(), 0.125f, 0.0f, out.data());
+         });
 }
 
 int run(int argc, char** argv) {

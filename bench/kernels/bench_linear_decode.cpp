@@ -15,7 +15,6 @@
 //    decode of B sequences runs them; --prompt-rows N: the prefill section over N rows, 128 unless
 //    given)
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,7 +33,6 @@
 namespace hfstatic {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using kernels::LinearOutput;
 
 struct Format {
@@ -140,20 +138,18 @@ double run_calls(const kernels::KernelTable& k, ThreadPool& pool, const std::vec
     first[c] = k.linear_group_first_reads(rows, calls[(c + 1) % calls.size()].products[0]->in, next_call.data(),
                                           int(next_call.size()), pool.threads(), size_t(256) << 10);
   }
-  double best = 1e30;
-  for (int rep = 0; rep < reps; ++rep) {
-    const auto t0 = Clock::now();
-    for (size_t c = 0; c < calls.size(); ++c) {
-      ScopedIdlePrefetch idle(first[c]);
-      kernels::LinearFusion fusion;
-      if (calls[c].fold == 1) fusion.norm_w = norm.data(), fusion.norm_type = DType::F32, fusion.norm_eps = 1e-5f;
-      if (calls[c].fold == 2) fusion.up = up.data();
-      (few_rows ? k.linear_few_rows : k.linear_group)(x.data(), rows, calls[c].products[0]->in, outputs[c].data(),
-                                                      int(outputs[c].size()), calls[c].fold ? &fusion : nullptr);
-    }
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return best;
+  return 1e-6 * bench::fastest_us_per_call(1, reps, [&] {
+           for (size_t c = 0; c < calls.size(); ++c) {
+             ScopedIdlePrefetch idle(first[c]);
+             kernels::LinearFusion fusion;
+             if (calls[c].fold == 1)
+               fusion.norm_w = norm.data(), fusion.norm_type = DType::F32, fusion.norm_eps = 1e-5f;
+             if (calls[c].fold == 2) fusion.up = up.data();
+             (few_rows ? k.linear_few_rows : k.linear_group)(x.data(), rows, calls[c].products[0]->in,
+                                                             outputs[c].data(), int(outputs[c].size()),
+                                                             calls[c].fold ? &fusion : nullptr);
+           }
+         });
 }
 
 int64_t bytes_of(const std::vector<Call>& calls) {

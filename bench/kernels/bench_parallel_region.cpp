@@ -35,16 +35,14 @@ int run(int argc, char** argv) {
     ScopedThreadPool scope(&pool);
     const double empty = bench::region_handover_us(&pool, regions, passes);
     // Each item ~1 us of dependent additions on its thread.
-    const double work = bench::fastest_us_per_call(std::max(1, regions / 10), passes, [&] {
-      parallel_for(pool.threads(), 1, [&](int64_t b, int64_t e) {
-        volatile double x = 0;
-        for (int64_t k = 0; k < (e - b) * 300; ++k) x = x + 1.0;
-      });
-    });
-    const double alone = bench::fastest_us_per_call(std::max(1, regions / 10), passes, [&] {
+    auto items = [](int64_t count) {
       volatile double x = 0;
-      for (int k = 0; k < 300; ++k) x = x + 1.0;
+      for (int64_t k = 0; k < count * 300; ++k) x = x + 1.0;
+    };
+    const double work = bench::fastest_us_per_call(std::max(1, regions / 10), passes, [&] {
+      parallel_for(pool.threads(), 1, [&](int64_t b, int64_t e) { items(e - b); });
     });
+    const double alone = bench::fastest_us_per_call(std::max(1, regions / 10), passes, [&] { items(1); });
     std::printf("%-8d %11.3f us %12.3f us (item alone %.3f us)\n", pool.threads(), empty, work, alone);
   }
   return 0;
