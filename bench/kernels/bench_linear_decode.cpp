@@ -6,20 +6,26 @@
 // multiply, GFLOP/s). The weights cycle through enough copies that every call reads
 // them from memory. Prints a table; not a test.
 //
-//   bench_linear_decode [--threads 1,2] [--reps 7] [--isa avx2] [--only model|shapes|prefill|overlap] [--format int4]
+//   bench_linear_decode [--threads 1,2] [--reps 7] [--isa avx2] [--only model|shapes|prefill|overlap|chained] [--format
+//   int4]
 //                       [--hot 1] [--rows B] [--prompt-rows N]
 //   (--hot 1: the single-matrix shapes from one copy, in cache: the kernels' compute bound;
+//    --only chained: the decode step's products reading each other's outputs, by the pool's
+//    regions and by threads that each own a share of every product, a barrier between products;
 //    --only overlap: each shape in cache (L2, or L3 where it is larger) and from memory, against
 //    the serial and the overlapped bounds;
 //    --rows B: the decode step's products over B rows on the few-rows variant, as a batched
 //    decode of B sequences runs them; --prompt-rows N: the prefill section over N rows, 128 unless
 //    given)
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/bench.h"
@@ -217,11 +223,37 @@ void overlap(const kernels::KernelTable& k, ThreadPool& pool, int reps, double r
     }
 }
 
+// The products of a smollm2-135m decode step in format f, their matrices taken from `arena` and
+// kept in m: 30 layers of q/k/v and gate/up (folded rms_norm), o, down (folded silu_mul), then the
+// 49152-row lm_head (folded rms_norm) if lm_head.
+constexpr int64_t kHidden = 576, kIntermediate = 1536;
+std::vector<Call> decode_step_calls(const Format& f, Arena& arena, std::vector<std::unique_ptr<Matrix>>& m,
+                                    bool lm_head) {
+  const int64_t hidden = kHidden, kv = 192, inter = kIntermediate, vocab = 49152, layers = 30;
+  auto add = [&](int64_t out, int64_t in) {
+    m.push_back(std::make_unique<Matrix>(arena, f, out, in, uint64_t(m.size() + 1)));
+    return m.back().get();
+  };
+  std::vector<Call> calls;
+  for (int64_t l = 0; l < layers; ++l) {
+    const Matrix* q = add(hidden, hidden);
+    const Matrix* kk = add(kv, hidden);
+    const Matrix* v = add(kv, hidden);
+    calls.push_back({{q, kk, v}, 1});
+    calls.push_back({{add(hidden, hidden)}, 0});
+    const Matrix* gate = add(inter, hidden);
+    const Matrix* up = add(inter, hidden);
+    calls.push_back({{gate, up}, 1});
+    calls.push_back({{add(hidden, inter)}, 2});
+  }
+  if (lm_head) calls.push_back({{add(vocab, hidden)}, 1});
+  return calls;
+}
+
 // The products of a smollm2-135m decode step.
 // prefill_rows > 0: the layers' products (no lm_head) over that many rows, GFLOP/s.
 void model(const kernels::KernelTable& k, ThreadPool& pool, int reps, double read_gbps, double* f16_seconds,
            int64_t prefill_rows = 0) {
-  const int64_t hidden = 576, kv = 192, inter = 1536, vocab = 49152, layers = 30;
   if (prefill_rows)
     std::printf("\n%-10s %8s %10s %10s %10s  (prefill, %ld rows, layers' products)\n", "weights", "MB", "ms/step",
                 "GFLOP/s", "x float16", long(prefill_rows));
@@ -229,26 +261,10 @@ void model(const kernels::KernelTable& k, ThreadPool& pool, int reps, double rea
     std::printf("\n%-10s %8s %10s %10s %8s %8s %10s  (decode, %ld row(s))\n", "weights", "MB", "ms/step", "steps/s",
                 "GB/s", "% read", "x float16", long(decode_rows));
   for (const Format& f : kFormats) {
-    if (!selected(f) || (f.group && hidden % f.group)) continue;  // 576: no groups of 128
+    if (!selected(f) || (f.group && kHidden % f.group)) continue;  // no groups of 128
     Arena arena;
     std::vector<std::unique_ptr<Matrix>> m;
-    auto add = [&](int64_t out, int64_t in) {
-      m.push_back(std::make_unique<Matrix>(arena, f, out, in, uint64_t(m.size() + 1)));
-      return m.back().get();
-    };
-    std::vector<Call> calls;
-    for (int64_t l = 0; l < layers; ++l) {
-      const Matrix* q = add(hidden, hidden);
-      const Matrix* kk = add(kv, hidden);
-      const Matrix* v = add(kv, hidden);
-      calls.push_back({{q, kk, v}, 1});
-      calls.push_back({{add(hidden, hidden)}, 0});
-      const Matrix* gate = add(inter, hidden);
-      const Matrix* up = add(inter, hidden);
-      calls.push_back({{gate, up}, 1});
-      calls.push_back({{add(hidden, inter)}, 2});
-    }
-    if (!prefill_rows) calls.push_back({{add(vocab, hidden)}, 1});
+    const std::vector<Call> calls = decode_step_calls(f, arena, m, !prefill_rows);
     const double t = run_calls(k, pool, calls, reps, prefill_rows ? prefill_rows : decode_rows, !prefill_rows);
     if (f.type == DType::F16) *f16_seconds = t;
     if (prefill_rows) {
@@ -262,6 +278,128 @@ void model(const kernels::KernelTable& k, ThreadPool& pool, int reps, double rea
     const double gbps = double(bytes_of(calls)) / t / 1e9;
     std::printf("%-10s %8.1f %10.3f %10.1f %8.2f %7.1f%% %9.2fx\n", f.name, bytes_of(calls) / 1e6, t * 1e3, 1 / t, gbps,
                 100 * gbps / read_gbps, *f16_seconds / t);
+  }
+}
+
+// Threads that wait for each other: each publishes how many times it has arrived on a line of
+// its own, then spins until every other has arrived as often.
+class Barrier {
+ public:
+  explicit Barrier(int threads) : arrived_(size_t(threads)) {}
+  void wait(int slot, uint64_t times) {
+    arrived_[size_t(slot)].count.store(times, std::memory_order_release);
+    for (size_t t = 0; t < arrived_.size(); ++t)
+      for (int spins = 0; arrived_[t].count.load(std::memory_order_acquire) < times; ++spins) {
+#if defined(__x86_64__) || defined(__i386__)
+        if (spins < 4096) {
+          __builtin_ia32_pause();
+          continue;
+        }
+#endif
+        std::this_thread::yield();  // more threads than cores
+      }
+  }
+
+ private:
+  struct alignas(64) Line {
+    std::atomic<uint64_t> count{0};
+  };
+  std::vector<Line> arrived_;
+};
+
+// The decode step's products chained as a model chains them (each reads the previous one's first
+// output, a folded silu_mul its second), run two ways: by the pool's regions (the calling thread
+// folds and quantizes the input, then the threads share the features), and by the pool's number
+// of threads each owning a fixed share of every product's features (multiples of 32), each
+// folding and quantizing the whole input for itself, with a barrier after every product: as a
+// step would run if it were one job of all the threads.
+void chained(const kernels::KernelTable& k, ThreadPool& pool, int reps, double read_gbps) {
+  const int threads = pool.threads();
+  std::printf("\n%-10s %8s %14s %8s %14s %8s  (decode, 1 row, chained)\n", "weights", "MB", "regions ms", "% read",
+              "shares ms", "% read");
+  for (const Format& f : kFormats) {
+    if (!selected(f) || (f.group && kHidden % f.group)) continue;
+    Arena arena;
+    std::vector<std::unique_ptr<Matrix>> m;
+    const std::vector<Call> calls = decode_step_calls(f, arena, m, true);
+    const size_t n = calls.size();
+    std::vector<std::vector<std::vector<float>>> ys(n);
+    for (size_t c = 0; c < n; ++c)
+      for (const Matrix* mm : calls[c].products) ys[c].emplace_back(static_cast<size_t>(mm->out), 0.0f);
+    std::vector<float> x0(static_cast<size_t>(kHidden)), norm(static_cast<size_t>(kIntermediate), 1.0f);
+    for (size_t i = 0; i < x0.size(); ++i) x0[i] = float(i % 17) / 17.0f - 0.5f;
+    auto input = [&](size_t c) { return c == 0 ? x0.data() : ys[c - 1][0].data(); };
+    auto fusion_of = [&](size_t c) {
+      kernels::LinearFusion fusion;
+      if (calls[c].fold == 1) fusion.norm_w = norm.data(), fusion.norm_type = DType::F32, fusion.norm_eps = 1e-5f;
+      if (calls[c].fold == 2) fusion.up = ys[c - 1][1].data();
+      return fusion;
+    };
+    auto run_call = [&](size_t c, const std::vector<LinearOutput>& outputs) {
+      const kernels::LinearFusion fusion = fusion_of(c);
+      k.linear_few_rows(input(c), 1, calls[c].products[0]->in, outputs.data(), int(outputs.size()),
+                        calls[c].fold ? &fusion : nullptr);
+    };
+    // shares[s][c]: thread s's features of call c's products.
+    std::vector<std::vector<std::vector<LinearOutput>>> shares(static_cast<size_t>(threads));
+    for (auto& share : shares) share.resize(n);
+    std::vector<std::vector<LinearOutput>> whole(n);
+    std::vector<std::vector<PrefetchRange>> first(n);
+    for (size_t c = 0; c < n; ++c)
+      for (size_t i = 0; i < calls[c].products.size(); ++i) {
+        const Matrix* mm = calls[c].products[i];
+        whole[c].push_back(mm->output(ys[c][i].data()));
+        const int64_t row_bytes = dtype_bytes(f.type, mm->in);
+        for (int s = 0; s < threads; ++s) {
+          const int64_t lo = mm->out * s / threads / 32 * 32,
+                        hi = s + 1 == threads ? mm->out : mm->out * (s + 1) / threads / 32 * 32;
+          LinearOutput o = mm->output(ys[c][i].data() + lo);
+          o.w = mm->w + lo * row_bytes;
+          if (f.group) o.quant.scales = mm->scales + lo * (mm->in / f.group);
+          o.out = hi - lo;
+          shares[size_t(s)][c].push_back(o);
+        }
+      }
+    for (size_t c = 0; c < n; ++c) {
+      const auto& next = whole[(c + 1) % n];
+      first[c] = k.linear_group_first_reads(1, calls[(c + 1) % n].products[0]->in, next.data(), int(next.size()),
+                                            threads, size_t(256) << 10);
+    }
+    double regions = 0;
+    {
+      ScopedThreadPool scope(&pool);
+      regions = 1e-6 * bench::fastest_us_per_call(1, reps, [&] {
+                  for (size_t c = 0; c < n; ++c) {
+                    ScopedIdlePrefetch idle(first[c]);
+                    run_call(c, whole[c]);
+                  }
+                });
+    }
+    double own_shares = 1e30;
+    Barrier barrier(threads);
+    uint64_t times = 0;
+    for (int r = 0; r < reps; ++r) {
+      double seconds = 0;
+      auto body = [&, start = times](int s) {
+        uint64_t t = start;
+        barrier.wait(s, ++t);
+        const auto t0 = std::chrono::steady_clock::now();
+        for (size_t c = 0; c < n; ++c) {
+          run_call(c, shares[size_t(s)][c]);
+          barrier.wait(s, ++t);
+        }
+        if (s == 0) seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      };
+      std::vector<std::thread> others;
+      for (int s = 1; s < threads; ++s) others.emplace_back(body, s);
+      body(0);
+      for (auto& o : others) o.join();
+      times += n + 1;
+      own_shares = std::min(own_shares, seconds);
+    }
+    const double bytes = double(bytes_of(calls));
+    std::printf("%-10s %8.1f %14.3f %7.1f%% %14.3f %7.1f%%\n", f.name, bytes / 1e6, regions * 1e3,
+                100 * bytes / regions / 1e9 / read_gbps, own_shares * 1e3, 100 * bytes / own_shares / 1e9 / read_gbps);
   }
 }
 
@@ -297,9 +435,11 @@ int run(int argc, char** argv) {
     const double read_gbps = probe.read_gbps(5);
     std::printf("\n== %s, %d thread(s), read pass %.2f GB/s\n", kernels::isa_name(isa), t, read_gbps);
     double f16_seconds = 0;
-    if (only != "shapes" && only != "prefill" && only != "overlap") model(k, pool, reps, read_gbps, &f16_seconds);
-    if (only != "model" && only != "prefill" && only != "overlap") shapes(k, pool, reps, read_gbps);
+    const bool other = only == "prefill" || only == "overlap" || only == "chained";
+    if (only != "shapes" && !other) model(k, pool, reps, read_gbps, &f16_seconds);
+    if (only != "model" && !other) shapes(k, pool, reps, read_gbps);
     if (only == "overlap") overlap(k, pool, reps, read_gbps);
+    if (only == "chained") chained(k, pool, reps, read_gbps);
     if (only == "prefill" || only.empty()) model(k, pool, std::max(1, reps / 3), read_gbps, &f16_seconds, prompt_rows);
     std::printf("read pass after: %.2f GB/s\n", probe.read_gbps(3));
   }
