@@ -6,9 +6,8 @@
 // multiply, GFLOP/s). The weights cycle through enough copies that every call reads
 // them from memory. Prints a table; not a test.
 //
-//   bench_linear_decode [--threads 1,2] [--reps 7] [--isa avx2] [--only model|shapes|prefill|overlap|chained] [--format
-//   int4]
-//                       [--hot 1] [--rows B] [--prompt-rows N]
+//   bench_linear_decode [--threads 1,2] [--reps 7] [--isa avx2] [--only model|shapes|prefill|overlap|chained]
+//                       [--format int4] [--hot 1] [--rows B] [--prompt-rows N]
 //   (--hot 1: the single-matrix shapes from one copy, in cache: the kernels' compute bound;
 //    --only chained: the decode step's products reading each other's outputs, by the pool's
 //    regions and by threads that each own a share of every product, a barrier between products;
@@ -19,7 +18,6 @@
 //    given)
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -310,7 +308,7 @@ class Barrier {
 // The decode step's products chained as a model chains them (each reads the previous one's first
 // output, a folded silu_mul its second), run two ways: by the pool's regions (the calling thread
 // folds and quantizes the input, then the threads share the features), and by the pool's number
-// of threads each owning a fixed share of every product's features (multiples of 32), each
+// of threads each owning a fixed share of every product's features (owned_items, grains of 32), each
 // folding and quantizing the whole input for itself, with a barrier after every product: as a
 // step would run if it were one job of all the threads.
 void chained(const kernels::KernelTable& k, ThreadPool& pool, int reps, double read_gbps) {
@@ -351,8 +349,7 @@ void chained(const kernels::KernelTable& k, ThreadPool& pool, int reps, double r
         whole[c].push_back(mm->output(ys[c][i].data()));
         const int64_t row_bytes = dtype_bytes(f.type, mm->in);
         for (int s = 0; s < threads; ++s) {
-          const int64_t lo = mm->out * s / threads / 32 * 32,
-                        hi = s + 1 == threads ? mm->out : mm->out * (s + 1) / threads / 32 * 32;
+          const auto [lo, hi] = owned_items(mm->out, 32, threads, s);
           LinearOutput o = mm->output(ys[c][i].data() + lo);
           o.w = mm->w + lo * row_bytes;
           if (f.group) o.quant.scales = mm->scales + lo * (mm->in / f.group);
@@ -375,28 +372,24 @@ void chained(const kernels::KernelTable& k, ThreadPool& pool, int reps, double r
                   }
                 });
     }
-    double own_shares = 1e30;
+    // One pass: all threads start together, each runs its shares, a barrier after every call.
     Barrier barrier(threads);
-    uint64_t times = 0;
-    for (int r = 0; r < reps; ++r) {
-      double seconds = 0;
-      auto body = [&, start = times](int s) {
-        uint64_t t = start;
-        barrier.wait(s, ++t);
-        const auto t0 = std::chrono::steady_clock::now();
-        for (size_t c = 0; c < n; ++c) {
-          run_call(c, shares[size_t(s)][c]);
-          barrier.wait(s, ++t);
-        }
-        if (s == 0) seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      };
-      std::vector<std::thread> others;
-      for (int s = 1; s < threads; ++s) others.emplace_back(body, s);
-      body(0);
-      for (auto& o : others) o.join();
-      times += n + 1;
-      own_shares = std::min(own_shares, seconds);
-    }
+    auto pass = [&](int s, uint64_t& arrivals) {
+      barrier.wait(s, ++arrivals);
+      for (size_t c = 0; c < n; ++c) {
+        run_call(c, shares[size_t(s)][c]);
+        barrier.wait(s, ++arrivals);
+      }
+    };
+    std::vector<std::thread> others;
+    for (int s = 1; s < threads; ++s)
+      others.emplace_back([&, s] {
+        uint64_t arrivals = 0;
+        for (int r = 0; r < reps; ++r) pass(s, arrivals);
+      });
+    uint64_t arrivals = 0;
+    const double own_shares = 1e-6 * bench::fastest_us_per_call(1, reps, [&] { pass(0, arrivals); });
+    for (auto& o : others) o.join();
     const double bytes = double(bytes_of(calls));
     std::printf("%-10s %8.1f %14.3f %7.1f%% %14.3f %7.1f%%\n", f.name, bytes / 1e6, regions * 1e3,
                 100 * bytes / regions / 1e9 / read_gbps, own_shares * 1e3, 100 * bytes / own_shares / 1e9 / read_gbps);
