@@ -5,6 +5,11 @@
 # weight type, prompt tokens/s for 16 and 128 tokens (the prompt from an empty cache) and decode
 # tokens/s over 64 tokens, each the median of -r 5, and their ratios (docs/performance.md).
 #
+# Then decode again in PAIRED_ROUNDS rounds (default 5; 0 skips them): each round one 64-token
+# decode of each program back to back, in alternating order, and the ratio of the pair; the
+# median and range of those ratios hold up on a host whose speed moves between minutes, where
+# the first table's medians, taken minutes apart, need not.
+#
 # usage: bench/llama_cpp/side_by_side.sh LLAMA_CPP_SRC [PRESET (smollm2-135m)] [THREADS ("1 2")]
 #   LLAMA_CPP_SRC: a llama.cpp source tree (a fetched snapshot; nothing is downloaded here).
 #   It is built once (llama-bench and llama-quantize, -DGGML_NATIVE=ON) under the work folder;
@@ -14,10 +19,11 @@
 # Not part of CI. Run it twice, dropping the page cache before each run (docs/performance.md,
 # "Preparation"): the first run times freshly written files, which are only partly in huge pages.
 set -euo pipefail
-[ $# -ge 1 ] || { sed -n '7,15p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '13,20p' "$0" >&2; exit 2; }
 src=$(cd "$1" && pwd)
 preset=${2:-smollm2-135m}
 threads=${3:-"1 2"}
+rounds=${PAIRED_ROUNDS:-5}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 tool="$here/build/hfstatic"
 py=/usr/bin/python3
@@ -86,4 +92,43 @@ for line in open(path):
     read = r["p128"]["tg"].get("fraction_of_bandwidth_paired", {}).get("median")
     cells.append("%.0f%%" % (100 * read) if read else "-")
     print("| %d | %s | %s |" % (r["threads"], r["weights"], " | ".join(cells)))
+EOF
+
+[ "$rounds" -gt 0 ] || exit 0
+paired="$work/paired.jsonl"
+: > "$paired"
+ours() { "$tool" bench -m "$work/$preset-$1.hfs" -p 16 -n 64 -t "$2" -r 1 --json | tr -d '\n'; }
+theirs() {
+  "$work/llama-build/bin/llama-bench" -m "$work/$preset-${gguf[$1]}.gguf" -p 0 -n 64 -t "$2" -r 1 -o json 2> /dev/null |
+    tr -d '\n'
+}
+for t in $threads; do
+  for weights in float16 int8 int4; do
+    echo "== paired decode, -t $t, $weights against ${gguf[$weights]}, $rounds rounds" >&2
+    for r in $(seq "$rounds"); do
+      if [ $((r % 2)) -eq 1 ]; then a=$(ours "$weights" "$t"); b=$(theirs "$weights" "$t")
+      else b=$(theirs "$weights" "$t"); a=$(ours "$weights" "$t"); fi
+      printf '{"threads": %s, "weights": "%s", "ours": %s, "llama": %s}\n' "$t" "$weights" "$a" "$b" >> "$paired"
+    done
+  done
+done
+"$py" - "$paired" "$rounds" <<'EOF'
+import json, statistics, sys
+path, rounds = sys.argv[1], sys.argv[2]
+runs = {}
+for line in open(path):
+    r = json.loads(line)
+    ours, theirs = r["ours"]["tg"]["tokens_per_s"]["median"], r["llama"][0]["avg_ts"]
+    read = r["ours"]["tg"].get("fraction_of_bandwidth_paired", {}).get("median")
+    runs.setdefault((r["threads"], r["weights"]), []).append((ours, theirs, ours / theirs, read))
+def cell(xs, fmt):
+    return (fmt + " (" + fmt + "-" + fmt + ")") % (statistics.median(xs), min(xs), max(xs))
+print("\ndecode in %s paired rounds (a 64-token decode of each program back to back): median (range)\n" % rounds)
+print("| threads | weights | tg64 | llama.cpp tg64 | ratio of each pair | tg64 of read pass |")
+print("|---|---|---|---|---|---|")
+for (t, weights), rs in runs.items():
+    reads = [100 * x[3] for x in rs if x[3]]
+    print("| %d | %s | %s | %s | %s | %s |" % (t, weights, cell([x[0] for x in rs], "%.1f"),
+          cell([x[1] for x in rs], "%.1f"), cell([x[2] for x in rs], "%.2fx"),
+          cell(reads, "%.0f%%") if reads else "-"))
 EOF
