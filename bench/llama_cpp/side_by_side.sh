@@ -24,6 +24,7 @@ src=$(cd "$1" && pwd)
 preset=${2:-smollm2-135m}
 threads=${3:-"1 2"}
 rounds=${PAIRED_ROUNDS:-5}
+[[ "$rounds" =~ ^[0-9]+$ ]] || { echo "side_by_side.sh: PAIRED_ROUNDS is '$rounds', not a count of rounds" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/../.." && pwd)
 tool="$here/build/hfstatic"
 py=/usr/bin/python3
